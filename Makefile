@@ -1,0 +1,55 @@
+# shoal: the two commands a new user runs are `make run` and `make test`.
+SHELL := /bin/bash
+BUILD ?= build
+ASAN_BUILD ?= build-asan
+FUZZ_BUILD ?= build-fuzz
+JOBS ?= $(shell nproc)
+FUZZ_SECONDS ?= 60
+CMAKE_FLAGS ?=
+
+.PHONY: help deps build test run test-asan fuzz-parquet bench format lint clean
+
+help:
+	@echo "make run        install dependencies, build, and run the main job"
+	@echo "make test       install dependencies, build, and run every test (ctest)"
+	@echo "make build      configure and build Release with Ninja into $(BUILD)/ (CLI: $(BUILD)/shoal)"
+	@echo "make test-asan  ASan/UBSan build of the non-torch libraries and their tests ($(ASAN_BUILD)/)"
+	@echo "make fuzz-parquet  run the Parquet fuzzer for FUZZ_SECONDS=$(FUZZ_SECONDS)"
+	@echo "make format | lint  clang-format in place | clang-tidy"
+
+deps:
+	scripts/install-deps
+
+$(BUILD)/build.ninja:
+	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS)
+
+build: $(BUILD)/build.ninja
+	cmake --build $(BUILD) -j $(JOBS)
+
+test: deps
+	$(MAKE) build
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+
+run: deps
+	$(MAKE) build
+	scripts/main-job $(BUILD)/shoal
+
+test-asan: deps
+	cmake -S . -B $(ASAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Debug -DSHOAL_SANITIZE=ON -DSHOAL_WITH_TORCH=OFF $(CMAKE_FLAGS)
+	cmake --build $(ASAN_BUILD) -j $(JOBS)
+	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --output-on-failure -j $(JOBS)
+
+fuzz-parquet:
+	CC=clang CXX=clang++ cmake -S . -B $(FUZZ_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSHOAL_WITH_TORCH=OFF -DSHOAL_BUILD_TESTS=OFF -DSHOAL_BUILD_FUZZERS=ON
+	cmake --build $(FUZZ_BUILD) -j $(JOBS) --target parquet_fuzzer
+	mkdir -p $(FUZZ_BUILD)/corpus && cp -n ../shared/testdata/parquet-testing/data/*.parquet $(FUZZ_BUILD)/corpus/ 2>/dev/null || true
+	$(FUZZ_BUILD)/src/parquet/parquet_fuzzer -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=2048 -timeout=10 $(FUZZ_BUILD)/corpus
+
+format:
+	git ls-files '*.h' '*.cc' | xargs clang-format -i
+
+lint: $(BUILD)/build.ninja
+	git ls-files 'src/*.cc' | xargs clang-tidy -p $(BUILD) --quiet
+
+clean:
+	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)

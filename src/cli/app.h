@@ -1,0 +1,23 @@
+// The `shoal` command line: subcommand registration and the exit-status contract.
+//   0  success (and --help)
+//   1  the operation failed: one line "shoal: error: ..." on stderr
+//   2  usage error (unknown command, bad flag, missing argument): message and hint on stderr
+#pragma once
+
+namespace CLI {
+class App;
+}
+
+namespace shoal::cli {
+
+inline constexpr int kExitFailure = 1;
+inline constexpr int kExitUsage = 2;
+
+/// Runs the shoal command line on argv and returns the process exit status. Never throws.
+int Run(int argc, char** argv);
+
+// One registration function per group of subcommands; each adds its subcommands to `app` with
+// a callback that does the work and may throw shoal::Error.
+void AddVersionCommand(CLI::App& app);
+
+}  // namespace shoal::cli

@@ -1,0 +1,116 @@
+#include "util/file.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <filesystem>
+#include <random>
+
+#include "util/error.h"
+
+namespace shoal {
+
+RandomAccessFile::RandomAccessFile(std::string path) : path_(std::move(path)) {
+  fd_ = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd_ < 0) throw SystemError("cannot open", path_, errno);
+  struct stat st {};
+  if (::fstat(fd_, &st) != 0) {
+    int err = errno;
+    ::close(fd_);
+    throw SystemError("cannot stat", path_, err);
+  }
+  if (S_ISDIR(st.st_mode)) {
+    ::close(fd_);
+    throw InvalidError("'" + path_ + "' is a directory, expected a file");
+  }
+  size_ = static_cast<uint64_t>(st.st_size);
+}
+
+RandomAccessFile::~RandomAccessFile() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+void RandomAccessFile::ReadAt(uint64_t offset, size_t length, uint8_t* out) const {
+  if (offset > size_ || length > size_ - offset) {
+    throw InvalidError("read of " + std::to_string(length) + " bytes at offset " +
+                       std::to_string(offset) + " runs past the end of '" + path_ + "' (" +
+                       std::to_string(size_) + " bytes)");
+  }
+  size_t done = 0;
+  while (done < length) {
+    ssize_t n = ::pread(fd_, out + done, length - done, static_cast<off_t>(offset + done));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      throw SystemError("cannot read", path_, errno);
+    }
+    if (n == 0) {
+      throw IOError("'" + path_ + "' ended at offset " + std::to_string(offset + done) +
+                    " while reading; was it truncated while open?");
+    }
+    done += static_cast<size_t>(n);
+  }
+}
+
+std::vector<uint8_t> RandomAccessFile::ReadAt(uint64_t offset, size_t length) const {
+  std::vector<uint8_t> out(length);
+  ReadAt(offset, length, out.data());
+  return out;
+}
+
+std::vector<uint8_t> ReadFile(const std::string& path) {
+  RandomAccessFile file(path);
+  return file.ReadAt(0, file.size());
+}
+
+namespace {
+
+void WriteAll(int fd, std::string_view data, const std::string& path) {
+  size_t done = 0;
+  while (done < data.size()) {
+    ssize_t n = ::write(fd, data.data() + done, data.size() - done);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      throw SystemError("cannot write", path, errno);
+    }
+    done += static_cast<size_t>(n);
+  }
+}
+
+void SyncDirectory(const std::string& dir) {
+  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) throw SystemError("cannot open directory", dir, errno);
+  int rc = ::fsync(fd);
+  int err = errno;
+  ::close(fd);
+  if (rc != 0) throw SystemError("cannot fsync directory", dir, err);
+}
+
+}  // namespace
+
+void WriteFileAtomically(const std::string& path, std::string_view data) {
+  std::filesystem::path target(path);
+  std::string dir = target.has_parent_path() ? target.parent_path().string() : ".";
+  std::random_device rd;
+  std::string tmp = path + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(rd());
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0) throw SystemError("cannot create", tmp, errno);
+  try {
+    WriteAll(fd, data, tmp);
+    if (::fsync(fd) != 0) throw SystemError("cannot fsync", tmp, errno);
+  } catch (...) {
+    ::close(fd);
+    ::unlink(tmp.c_str());
+    throw;
+  }
+  ::close(fd);
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    int err = errno;
+    ::unlink(tmp.c_str());
+    throw SystemError("cannot rename into place", path, err);
+  }
+  SyncDirectory(dir);
+}
+
+}  // namespace shoal
