@@ -36,6 +36,7 @@ int Run(int argc, char** argv) {
       "Exit status: 0 on success, 1 when the operation fails, 2 on a usage error.\n"
       "Documentation: README.md and docs/ in the shoal source tree.");
   AddVersionCommand(app);
+  AddParquetCommands(app);
 
   try {
     app.parse(argc, argv);

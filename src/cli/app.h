@@ -19,5 +19,6 @@ int Run(int argc, char** argv);
 // One registration function per group of subcommands; each adds its subcommands to `app` with
 // a callback that does the work and may throw shoal::Error.
 void AddVersionCommand(CLI::App& app);
+void AddParquetCommands(CLI::App& app);
 
 }  // namespace shoal::cli

@@ -1,0 +1,210 @@
+// `shoal cat`, `shoal schema` and `shoal parquet-meta`: looking into Parquet files.
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cstdio>
+#include <iostream>
+
+#include "cli/app.h"
+#include "parquet/predicate.h"
+#include "parquet/reader.h"
+#include "parquet/value_format.h"
+#include "util/error.h"
+
+namespace shoal::cli {
+
+namespace pq = shoal::parquet;
+
+namespace {
+
+struct CatOptions {
+  std::string path;
+  std::vector<std::string> columns;
+  int64_t limit = -1;
+  std::string format = "jsonl";
+};
+
+// Rows as text cells for --format table: strings bare, everything else in its JSON form.
+std::string Cell(const pq::ColumnVector& column, int64_t row) {
+  std::string json;
+  pq::AppendJsonValue(column, row, &json);
+  if (json.size() >= 2 && json.front() == '"') {
+    nlohmann::json parsed = nlohmann::json::parse(json, nullptr, false);
+    if (parsed.is_string()) return parsed.get<std::string>();
+  }
+  return json;
+}
+
+void PrintTable(const std::vector<std::string>& header, const std::vector<std::vector<std::string>>& rows) {
+  constexpr size_t kMaxWidth = 40;
+  std::vector<size_t> widths;
+  for (const std::string& h : header) widths.push_back(std::min(h.size(), kMaxWidth));
+  for (const auto& row : rows) {
+    for (size_t c = 0; c < row.size(); ++c) widths[c] = std::max(widths[c], std::min(row[c].size(), kMaxWidth));
+  }
+  auto print_row = [&](const std::vector<std::string>& cells) {
+    std::string line;
+    for (size_t c = 0; c < cells.size(); ++c) {
+      std::string cell = cells[c];
+      for (char& ch : cell) {
+        if (ch == '\n' || ch == '\t') ch = ' ';
+      }
+      if (cell.size() > kMaxWidth) cell = cell.substr(0, kMaxWidth - 3) + "...";
+      if (c) line += " | ";
+      line += cell + std::string(widths[c] - std::min(widths[c], cell.size()), ' ');
+    }
+    while (!line.empty() && line.back() == ' ') line.pop_back();
+    std::cout << line << "\n";
+  };
+  print_row(header);
+  std::string rule;
+  for (size_t c = 0; c < widths.size(); ++c) rule += (c ? "-+-" : "") + std::string(widths[c], '-');
+  std::cout << rule << "\n";
+  for (const auto& row : rows) print_row(row);
+}
+
+void CatParquet(const CatOptions& options) {
+  auto reader = pq::FileReader::Open(options.path);
+  std::vector<int> fields = reader->ResolveFields(options.columns);
+  int64_t remaining = options.limit < 0 ? INT64_MAX : options.limit;
+  std::vector<std::vector<std::string>> table_rows;
+  std::vector<std::string> header;
+  for (int f : fields) header.push_back(reader->schema().fields()[f].name);
+  std::string out;
+  for (int g = 0; g < reader->num_row_groups() && remaining > 0; ++g) {
+    pq::RecordBatch batch = reader->ReadRowGroup(g, fields);
+    int64_t n = std::min(batch.num_rows, remaining);
+    for (int64_t r = 0; r < n; ++r) {
+      if (options.format == "jsonl") {
+        pq::AppendJsonRow(batch, r, &out);
+        out.push_back('\n');
+      } else {
+        std::vector<std::string> cells;
+        for (const pq::ColumnVector& column : batch.columns) cells.push_back(Cell(column, r));
+        table_rows.push_back(std::move(cells));
+      }
+    }
+    std::fwrite(out.data(), 1, out.size(), stdout);
+    out.clear();
+    remaining -= n;
+  }
+  if (options.format == "table") PrintTable(header, table_rows);
+  std::fflush(stdout);
+}
+
+// The JSON form of one statistics value, as `cat` would print it.
+nlohmann::json StatValue(const pq::Field& field, const std::string& bytes) {
+  pq::ColumnVector column;
+  column.field = &field;
+  column.length = 1;
+  column.data.assign(bytes.begin(), bytes.end());
+  if (field.physical == pq::PhysicalType::kByteArray) {
+    column.offsets = {0, static_cast<int64_t>(bytes.size())};
+  } else if (static_cast<int32_t>(bytes.size()) != pq::FixedWidthOf(field.physical, field.type_length)) {
+    return nullptr;  // malformed statistics: reported as absent
+  }
+  std::string json;
+  pq::AppendJsonValue(column, 0, &json);
+  return nlohmann::json::parse(json, nullptr, false);
+}
+
+const pq::Field* FindLeafField(const std::vector<pq::Field>& fields, int column_index) {
+  for (const pq::Field& f : fields) {
+    if (f.kind == pq::Field::Kind::kPrimitive && f.column_index == column_index) return &f;
+    if (const pq::Field* found = FindLeafField(f.children, column_index)) return found;
+  }
+  return nullptr;
+}
+
+nlohmann::json ParquetMeta(const pq::FileReader& reader) {
+  const pq::FileMetaData& m = reader.metadata();
+  nlohmann::json out;
+  out["path"] = reader.path();
+  out["version"] = m.version;
+  out["num_rows"] = m.num_rows;
+  out["created_by"] = m.created_by ? nlohmann::json(*m.created_by) : nlohmann::json(nullptr);
+  nlohmann::json kv = nlohmann::json::object();
+  for (const pq::KeyValue& e : m.key_value_metadata) kv[e.key] = e.value ? nlohmann::json(*e.value) : nullptr;
+  out["key_value_metadata"] = kv;
+  out["schema"] = reader.schema().ToString();
+  nlohmann::json groups = nlohmann::json::array();
+  const auto& columns = reader.schema().columns();
+  for (size_t g = 0; g < m.row_groups.size(); ++g) {
+    const pq::RowGroup& group = m.row_groups[g];
+    nlohmann::json jg;
+    jg["index"] = g;
+    jg["num_rows"] = group.num_rows;
+    jg["total_byte_size"] = group.total_byte_size;
+    if (group.total_compressed_size) jg["total_compressed_size"] = *group.total_compressed_size;
+    nlohmann::json jcolumns = nlohmann::json::array();
+    for (size_t c = 0; c < group.columns.size(); ++c) {
+      const pq::ColumnMetaData& cm = *group.columns[c].meta_data;
+      const pq::Field* field = FindLeafField(reader.schema().fields(), static_cast<int>(c));
+      nlohmann::json jc;
+      jc["path"] = columns[c].PathString();
+      jc["type"] = pq::PhysicalTypeName(cm.type);
+      std::string logical = pq::LogicalTypeName(columns[c].logical);
+      jc["logical_type"] = logical.empty() ? nlohmann::json(nullptr) : nlohmann::json(logical);
+      jc["codec"] = pq::CodecName(cm.codec);
+      nlohmann::json encodings = nlohmann::json::array();
+      for (pq::Encoding e : cm.encodings) encodings.push_back(pq::EncodingName(e));
+      jc["encodings"] = encodings;
+      jc["num_values"] = cm.num_values;
+      jc["total_compressed_size"] = cm.total_compressed_size;
+      jc["total_uncompressed_size"] = cm.total_uncompressed_size;
+      jc["data_page_offset"] = cm.data_page_offset;
+      if (cm.dictionary_page_offset) jc["dictionary_page_offset"] = *cm.dictionary_page_offset;
+      if (cm.statistics) {
+        const pq::Statistics& s = *cm.statistics;
+        nlohmann::json js;
+        const auto& min = s.min_value ? s.min_value : s.min;
+        const auto& max = s.max_value ? s.max_value : s.max;
+        if (min && field) js["min"] = StatValue(*field, *min);
+        if (max && field) js["max"] = StatValue(*field, *max);
+        if (s.null_count) js["null_count"] = *s.null_count;
+        if (s.distinct_count) js["distinct_count"] = *s.distinct_count;
+        jc["statistics"] = js;
+      }
+      jcolumns.push_back(jc);
+    }
+    jg["columns"] = jcolumns;
+    groups.push_back(jg);
+  }
+  out["row_groups"] = groups;
+  return out;
+}
+
+}  // namespace
+
+void AddParquetCommands(CLI::App& app) {
+  auto cat_options = std::make_shared<CatOptions>();
+  CLI::App* cat = app.add_subcommand("cat", "Print the rows of a Parquet file as JSON lines or a table");
+  cat->add_option("PATH", cat_options->path, "Parquet file")->required();
+  cat->add_option("--columns", cat_options->columns, "Top-level columns to print, comma-separated (default: all)")
+      ->delimiter(',');
+  cat->add_option("--limit", cat_options->limit, "Print at most N rows")->check(CLI::NonNegativeNumber);
+  cat->add_option("--format", cat_options->format, "jsonl (one JSON object per row) or table")
+      ->check(CLI::IsMember({"jsonl", "table"}))
+      ->capture_default_str();
+  cat->callback([cat_options] { CatParquet(*cat_options); });
+
+  auto schema_path = std::make_shared<std::string>();
+  CLI::App* schema = app.add_subcommand("schema", "Print the schema of a Parquet file");
+  schema->add_option("PATH", *schema_path, "Parquet file")->required();
+  schema->callback([schema_path] {
+    auto reader = pq::FileReader::Open(*schema_path);
+    std::cout << reader->schema().ToString();
+  });
+
+  auto meta_path = std::make_shared<std::string>();
+  CLI::App* meta = app.add_subcommand(
+      "parquet-meta", "Print a Parquet file's metadata as JSON: row groups, column chunks, encodings, codecs, sizes, statistics");
+  meta->add_option("PATH", *meta_path, "Parquet file")->required();
+  meta->callback([meta_path] {
+    auto reader = pq::FileReader::Open(*meta_path);
+    std::cout << ParquetMeta(*reader).dump(2) << "\n";
+  });
+}
+
+}  // namespace shoal::cli
