@@ -15,7 +15,7 @@ constexpr size_t kMagicSize = 4;
 constexpr size_t kFooterTailSize = 8;  // footer length + magic
 }  // namespace
 
-FileReader::FileReader(std::unique_ptr<RandomAccessFile> file, ReaderOptions options)
+FileReader::FileReader(std::unique_ptr<ReadableSource> file, ReaderOptions options)
     : file_(std::move(file)), options_(options) {}
 
 FileReader::~FileReader() = default;
@@ -23,12 +23,15 @@ FileReader::~FileReader() = default;
 const std::string& FileReader::path() const { return file_->path(); }
 
 std::unique_ptr<FileReader> FileReader::Open(const std::string& path, ReaderOptions options) {
-  auto file = std::make_unique<RandomAccessFile>(path);
-  std::unique_ptr<FileReader> reader(new FileReader(std::move(file), options));
+  return Open(std::make_unique<RandomAccessFile>(path), options);
+}
+
+std::unique_ptr<FileReader> FileReader::Open(std::unique_ptr<ReadableSource> source, ReaderOptions options) {
+  std::unique_ptr<FileReader> reader(new FileReader(std::move(source), options));
   try {
     reader->ReadFooter();
   } catch (const Error& e) {
-    throw WithContext(e, "reading Parquet file '" + path + "'");
+    throw WithContext(e, "reading Parquet file '" + reader->path() + "'");
   }
   return reader;
 }

@@ -11,7 +11,7 @@
 #include "parquet/schema.h"
 
 namespace shoal {
-class RandomAccessFile;
+class ReadableSource;
 }
 
 namespace shoal::parquet {
@@ -33,6 +33,8 @@ class FileReader {
   /// Opens `path`. Throws NotFoundError, IOError, InvalidError (not Parquet, corrupt footer) or
   /// UnsupportedError (encrypted).
   static std::unique_ptr<FileReader> Open(const std::string& path, ReaderOptions options = {});
+  /// Reads from any source, e.g. a file already in memory.
+  static std::unique_ptr<FileReader> Open(std::unique_ptr<ReadableSource> source, ReaderOptions options = {});
   ~FileReader();
 
   const std::string& path() const;
@@ -53,11 +55,11 @@ class FileReader {
   std::vector<int> SelectRowGroups(const Predicate* predicate) const;
 
  private:
-  FileReader(std::unique_ptr<RandomAccessFile> file, ReaderOptions options);
+  FileReader(std::unique_ptr<ReadableSource> file, ReaderOptions options);
   void ReadFooter();
   std::string Where(int row_group, int column) const;
 
-  std::unique_ptr<RandomAccessFile> file_;
+  std::unique_ptr<ReadableSource> file_;
   ReaderOptions options_;
   FileMetaData metadata_;
   std::shared_ptr<const Schema> schema_;

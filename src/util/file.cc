@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <random>
 
@@ -32,12 +33,30 @@ RandomAccessFile::~RandomAccessFile() {
   if (fd_ >= 0) ::close(fd_);
 }
 
-void RandomAccessFile::ReadAt(uint64_t offset, size_t length, uint8_t* out) const {
-  if (offset > size_ || length > size_ - offset) {
+namespace {
+void CheckRange(uint64_t offset, size_t length, uint64_t size, const std::string& path) {
+  if (offset > size || length > size - offset) {
     throw InvalidError("read of " + std::to_string(length) + " bytes at offset " +
-                       std::to_string(offset) + " runs past the end of '" + path_ + "' (" +
-                       std::to_string(size_) + " bytes)");
+                       std::to_string(offset) + " runs past the end of '" + path + "' (" +
+                       std::to_string(size) + " bytes)");
   }
+}
+}  // namespace
+
+std::vector<uint8_t> ReadableSource::ReadAt(uint64_t offset, size_t length) const {
+  CheckRange(offset, length, size(), path());
+  std::vector<uint8_t> out(length);
+  ReadAt(offset, length, out.data());
+  return out;
+}
+
+void MemorySource::ReadAt(uint64_t offset, size_t length, uint8_t* out) const {
+  CheckRange(offset, length, bytes_.size(), name_);
+  if (length > 0) std::memcpy(out, bytes_.data() + offset, length);
+}
+
+void RandomAccessFile::ReadAt(uint64_t offset, size_t length, uint8_t* out) const {
+  CheckRange(offset, length, size_, path_);
   size_t done = 0;
   while (done < length) {
     ssize_t n = ::pread(fd_, out + done, length - done, static_cast<off_t>(offset + done));
@@ -51,12 +70,6 @@ void RandomAccessFile::ReadAt(uint64_t offset, size_t length, uint8_t* out) cons
     }
     done += static_cast<size_t>(n);
   }
-}
-
-std::vector<uint8_t> RandomAccessFile::ReadAt(uint64_t offset, size_t length) const {
-  std::vector<uint8_t> out(length);
-  ReadAt(offset, length, out.data());
-  return out;
 }
 
 std::vector<uint8_t> ReadFile(const std::string& path) {

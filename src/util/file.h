@@ -9,9 +9,37 @@
 
 namespace shoal {
 
+/// Bytes that can be read at any position: a file, or a buffer in memory. Implementations are
+/// thread-safe for ReadAt.
+class ReadableSource {
+ public:
+  virtual ~ReadableSource() = default;
+  /// A name for messages: the path of a file.
+  virtual const std::string& path() const = 0;
+  virtual uint64_t size() const = 0;
+  /// Reads exactly `length` bytes at `offset` into `out`. Throws InvalidError when the range
+  /// lies past the end, IOError when the read fails.
+  virtual void ReadAt(uint64_t offset, size_t length, uint8_t* out) const = 0;
+  std::vector<uint8_t> ReadAt(uint64_t offset, size_t length) const;
+};
+
+/// Bytes in memory, named like a file for messages.
+class MemorySource : public ReadableSource {
+ public:
+  MemorySource(std::string name, std::string bytes) : name_(std::move(name)), bytes_(std::move(bytes)) {}
+  const std::string& path() const override { return name_; }
+  uint64_t size() const override { return bytes_.size(); }
+  void ReadAt(uint64_t offset, size_t length, uint8_t* out) const override;
+  using ReadableSource::ReadAt;
+
+ private:
+  std::string name_;
+  std::string bytes_;
+};
+
 /// A file opened read-only for positional reads. Thread-safe: ReadAt may be called from several
 /// threads at once. Throws shoal::Error (kNotFound, kIO) on failure.
-class RandomAccessFile {
+class RandomAccessFile : public ReadableSource {
  public:
   /// Opens `path`; throws NotFoundError if it does not exist, IOError on other failures.
   explicit RandomAccessFile(std::string path);
@@ -19,14 +47,11 @@ class RandomAccessFile {
   RandomAccessFile(const RandomAccessFile&) = delete;
   RandomAccessFile& operator=(const RandomAccessFile&) = delete;
 
-  const std::string& path() const { return path_; }
+  const std::string& path() const override { return path_; }
   /// Size in bytes when the file was opened.
-  uint64_t size() const { return size_; }
-
-  /// Reads exactly `length` bytes at `offset` into `out`. Throws InvalidError when the range
-  /// lies past the end of the file, IOError when the read fails.
-  void ReadAt(uint64_t offset, size_t length, uint8_t* out) const;
-  std::vector<uint8_t> ReadAt(uint64_t offset, size_t length) const;
+  uint64_t size() const override { return size_; }
+  void ReadAt(uint64_t offset, size_t length, uint8_t* out) const override;
+  using ReadableSource::ReadAt;
 
  private:
   std::string path_;
