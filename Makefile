@@ -7,7 +7,7 @@ JOBS ?= $(shell nproc)
 FUZZ_SECONDS ?= 60
 CMAKE_FLAGS ?=
 
-.PHONY: help deps build test run test-asan fuzz-parquet bench format lint clean
+.PHONY: help deps build test run test-asan fuzz-parquet bench-parquet format lint clean
 
 help:
 	@echo "make run        install dependencies, build, and run the main job"
@@ -15,6 +15,7 @@ help:
 	@echo "make build      configure and build Release with Ninja into $(BUILD)/ (CLI: $(BUILD)/shoal)"
 	@echo "make test-asan  ASan/UBSan build of the non-torch libraries and their tests ($(ASAN_BUILD)/)"
 	@echo "make fuzz-parquet  run the Parquet fuzzer for FUZZ_SECONDS=$(FUZZ_SECONDS)"
+	@echo "make bench-parquet  Parquet scan against DuckDB, side by side (figures in docs/benchmarks.md)"
 	@echo "make format | lint  clang-format in place | clang-tidy"
 
 deps:
@@ -44,6 +45,11 @@ fuzz-parquet:
 	cmake --build $(FUZZ_BUILD) -j $(JOBS) --target parquet_fuzzer
 	mkdir -p $(FUZZ_BUILD)/corpus && cp -n ../shared/testdata/parquet-testing/data/*.parquet $(FUZZ_BUILD)/corpus/ 2>/dev/null || true
 	$(FUZZ_BUILD)/src/parquet/parquet_fuzzer -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=2048 -timeout=10 $(FUZZ_BUILD)/corpus
+
+bench-parquet: deps
+	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release -DSHOAL_BUILD_BENCHMARKS=ON $(CMAKE_FLAGS)
+	cmake --build $(BUILD) -j $(JOBS) --target shoal_parquet_scan shoal_make_png_table
+	node bench/parquet_scan_compare.mjs $(BUILD) --memory
 
 format:
 	git ls-files '*.h' '*.cc' | xargs clang-format -i

@@ -58,8 +58,8 @@ class Assembler {
   // per record, then one per element of every enclosing list.
   static std::vector<int64_t> Slots(const LeafData& leaf, const std::vector<const Field*>& lists) {
     const int64_t n = leaf.num_levels;
-    const std::vector<int16_t>& rep = leaf.repetition_levels;
-    const std::vector<int16_t>& def = leaf.definition_levels;
+    const auto& rep = leaf.repetition_levels;
+    const auto& def = leaf.definition_levels;
     std::vector<int64_t> slots;
     slots.reserve(n);
     for (int64_t i = 0; i < n; ++i) {
@@ -84,7 +84,7 @@ class Assembler {
 
   static void SetValidity(const LeafData& leaf, const std::vector<int64_t>& slots, int16_t level,
                           ColumnVector* column) {
-    const std::vector<int16_t>& def = leaf.definition_levels;
+    const auto& def = leaf.definition_levels;
     column->validity.resize(slots.size());
     bool any_null = false;
     for (size_t k = 0; k < slots.size(); ++k) {
@@ -97,8 +97,8 @@ class Assembler {
 
   static void ListOffsets(const Field& field, const LeafData& leaf,
                           const std::vector<int64_t>& slots, ColumnVector* column) {
-    const std::vector<int16_t>& rep = leaf.repetition_levels;
-    const std::vector<int16_t>& def = leaf.definition_levels;
+    const auto& rep = leaf.repetition_levels;
+    const auto& def = leaf.definition_levels;
     const int64_t n = leaf.num_levels;
     column->offsets.resize(slots.size() + 1);
     column->offsets[0] = 0;
@@ -138,7 +138,7 @@ class Assembler {
   // Scatters the dense values of a leaf into its slots, leaving nulls zeroed or empty.
   static void Primitive(const Field& field, LeafData& leaf, const std::vector<int64_t>& slots,
                         ColumnVector* column) {
-    const std::vector<int16_t>& def = leaf.definition_levels;
+    const auto& def = leaf.definition_levels;
     const int16_t max_def = field.definition_level;
     const ValueBuffer& values = leaf.values;
     const size_t n = slots.size();
@@ -157,8 +157,8 @@ class Assembler {
         if (present(p)) {
           int64_t v = value_at(p);
           if (v >= values.count) Overrun(field, values.count);
-          column->data.insert(column->data.end(), values.data.begin() + values.offsets[v],
-                              values.data.begin() + values.offsets[v + 1]);
+          AppendBytes(column->data, values.data.data() + values.offsets[v],
+                      static_cast<size_t>(values.offsets[v + 1] - values.offsets[v]));
         }
         column->offsets[k + 1] = static_cast<int64_t>(column->data.size());
       }

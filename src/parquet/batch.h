@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "parquet/schema.h"
+#include "util/buffer.h"
 
 namespace shoal::parquet {
 
@@ -22,9 +23,9 @@ namespace shoal::parquet {
 struct ColumnVector {
   const Field* field = nullptr;  // owned by the batch's schema
   int64_t length = 0;
-  std::vector<uint8_t> validity;
-  std::vector<uint8_t> data;
-  std::vector<int64_t> offsets;
+  ByteBuffer validity;
+  ByteBuffer data;
+  UninitVector<int64_t> offsets;
   std::vector<ColumnVector> children;
 
   bool IsValid(int64_t i) const { return validity.empty() || validity[i] != 0; }

@@ -19,6 +19,7 @@ class ChunkDecoder {
       : meta_(meta), column_(column), options_(options) {
     out_.values.Reset(column.physical, column.type_length);
     dictionary_.Reset(column.physical, column.type_length);
+    Reserve();
   }
 
   LeafData Decode(const uint8_t* data, size_t size) {
@@ -86,9 +87,15 @@ class ChunkDecoder {
       }
       return body;
     }
-    scratch_.resize(std::max<size_t>(uncompressed_size, 1));
-    Decompress(meta_.codec, body, size, scratch_.data(), uncompressed_size);
-    return scratch_.data();
+    // One buffer per thread, reused across pages, chunks and row groups: a fresh buffer per
+    // page costs a page fault per 4 KiB.
+    thread_local std::vector<uint8_t> scratch;
+    if (scratch.size() < uncompressed_size) scratch.resize(uncompressed_size);
+    if (scratch.capacity() > (size_t{64} << 20) && uncompressed_size < (size_t{1} << 20)) {
+      std::vector<uint8_t>(uncompressed_size).swap(scratch);  // give back an outsized buffer
+    }
+    Decompress(meta_.codec, body, size, scratch.data(), uncompressed_size);
+    return scratch.data();
   }
 
   void DictionaryPage(const PageHeader& header, const uint8_t* body, size_t size) {
@@ -110,7 +117,7 @@ class ChunkDecoder {
 
   // Decodes `n` levels at the end of `levels`, in the page's encoding.
   void DecodeLevels(Encoding encoding, int max_level, const uint8_t* data, size_t size,
-                    int64_t n, std::vector<int16_t>* levels, const char* what) {
+                    int64_t n, UninitVector<int16_t>* levels, const char* what) {
     size_t base = levels->size();
     levels->resize(base + n);
     int bit_width = BitWidthOf(static_cast<uint64_t>(max_level));
@@ -123,6 +130,8 @@ class ChunkDecoder {
       throw UnsupportedError(std::string(what) + " level encoding " +
                              std::string(EncodingName(encoding)));
     }
+    // Levels above the maximum can only appear when the bit width allows values past it.
+    if (max_level == (1 << bit_width) - 1) return;
     for (int64_t i = 0; i < n; ++i) {
       int16_t level = (*levels)[base + i];
       if (level < 0 || level > max_level) {
@@ -134,7 +143,7 @@ class ChunkDecoder {
 
   // v1 levels are prefixed by their byte length (RLE) or sized by count (BIT_PACKED).
   size_t LevelsV1(Encoding encoding, int max_level, const uint8_t* data, size_t size, int64_t n,
-                  std::vector<int16_t>* levels, const char* what) {
+                  UninitVector<int16_t>* levels, const char* what) {
     if (encoding == Encoding::kRle) {
       if (size < 4) throw InvalidError(std::string(what) + " levels: length prefix missing");
       uint32_t length;
@@ -298,7 +307,7 @@ class ChunkDecoder {
                            std::to_string(column_.type_length) + ") column");
       }
     }
-    out_.values.data.insert(out_.values.data.end(), tmp.data.begin(), tmp.data.end());
+    AppendBytes(out_.values.data, tmp.data.data(), tmp.data.size());
     out_.values.count += n;
   }
 
@@ -310,42 +319,92 @@ class ChunkDecoder {
     if (bit_width > 32) {
       throw InvalidError("dictionary indices declare bit width " + std::to_string(bit_width));
     }
-    indices_.resize(n);
     RleBitPackedDecoder decoder(data + 1, size - 1, bit_width);
-    decoder.Get(indices_.data(), n);
-    const uint64_t dict_size = static_cast<uint64_t>(dictionary_.count);
+    // Indices are decoded a batch at a time into a buffer that stays in L1, checked, and
+    // gathered at once.
+    constexpr int64_t kBatch = 1024;
+    uint32_t indices[kBatch];
     ValueBuffer& out = out_.values;
-    for (int64_t i = 0; i < n; ++i) {
-      if (indices_[i] >= dict_size) {
-        throw InvalidError("dictionary index " + std::to_string(indices_[i]) + " at value " +
-                           std::to_string(i) + ", but the dictionary has " +
-                           std::to_string(dict_size) + " entries");
-      }
-    }
-    if (out.is_byte_array()) {
-      for (int64_t i = 0; i < n; ++i) {
-        uint32_t k = indices_[i];
-        out.AppendByteArray(dictionary_.data.data() + dictionary_.offsets[k],
-                            static_cast<size_t>(dictionary_.offsets[k + 1] - dictionary_.offsets[k]));
-      }
-      return;
-    }
+    const uint64_t dict_size = static_cast<uint64_t>(dictionary_.count);
     size_t width = static_cast<size_t>(out.width);
+    if (!out.is_byte_array()) out.data.reserve(out.data.size() + n * width);
+    for (int64_t done = 0; done < n; done += kBatch) {
+      int64_t k = std::min(kBatch, n - done);
+      decoder.Get(indices, k);
+      uint32_t max_index = 0;
+      for (int64_t i = 0; i < k; ++i) max_index = std::max(max_index, indices[i]);
+      if (max_index >= dict_size) {
+        int64_t at = std::find_if(indices, indices + k, [&](uint32_t x) { return x >= dict_size; }) - indices;
+        throw InvalidError("dictionary index " + std::to_string(indices[at]) + " at value " +
+                           std::to_string(done + at) + ", but the dictionary has " + std::to_string(dict_size) +
+                           " entries");
+      }
+      if (out.is_byte_array()) {
+        GatherByteArrays(indices, k);
+        continue;
+      }
+      size_t base = out.data.size();
+      out.data.resize(base + k * width);
+      uint8_t* dst = out.data.data() + base;
+      const uint8_t* dict = dictionary_.data.data();
+      switch (width) {
+        case 4: Gather<uint32_t>(dict, indices, k, dst); break;
+        case 8: Gather<uint64_t>(dict, indices, k, dst); break;
+        default:
+          for (int64_t i = 0; i < k; ++i) std::memcpy(dst + width * i, dict + width * indices[i], width);
+      }
+      out.count += k;
+    }
+  }
+
+  void GatherByteArrays(const uint32_t* indices, int64_t n) {
+    ValueBuffer& out = out_.values;
+    const int64_t* offsets = dictionary_.offsets.data();
+    const uint8_t* bytes = dictionary_.data.data();
+    size_t total = 0;
+    for (int64_t i = 0; i < n; ++i) total += static_cast<size_t>(offsets[indices[i] + 1] - offsets[indices[i]]);
     size_t base = out.data.size();
-    out.data.resize(base + n * width);
+    out.data.resize(base + total);
+    size_t offsets_base = out.offsets.size();
+    out.offsets.resize(offsets_base + n);
     uint8_t* dst = out.data.data() + base;
-    const uint8_t* dict = dictionary_.data.data();
-    switch (width) {
-      case 4:
-        for (int64_t i = 0; i < n; ++i) std::memcpy(dst + 4 * i, dict + 4 * indices_[i], 4);
-        break;
-      case 8:
-        for (int64_t i = 0; i < n; ++i) std::memcpy(dst + 8 * i, dict + 8 * indices_[i], 8);
-        break;
-      default:
-        for (int64_t i = 0; i < n; ++i) std::memcpy(dst + width * i, dict + width * indices_[i], width);
+    int64_t* dst_offsets = out.offsets.data() + offsets_base;
+    int64_t position = static_cast<int64_t>(base);
+    for (int64_t i = 0; i < n; ++i) {
+      uint32_t k = indices[i];
+      size_t length = static_cast<size_t>(offsets[k + 1] - offsets[k]);
+      std::memcpy(dst, bytes + offsets[k], length);
+      dst += length;
+      position += static_cast<int64_t>(length);
+      dst_offsets[i] = position;
     }
     out.count += n;
+  }
+
+  template <typename Word>
+  static void Gather(const uint8_t* dict, const uint32_t* indices, int64_t n, uint8_t* dst) {
+    for (int64_t i = 0; i < n; ++i) {
+      Word w;
+      std::memcpy(&w, dict + sizeof(Word) * indices[i], sizeof(Word));
+      std::memcpy(dst + sizeof(Word) * i, &w, sizeof(Word));
+    }
+  }
+
+  // Sizes the output buffers once from the chunk's metadata, so decoding never reallocates.
+  // Reserving touches no memory, and the metadata is capped so that a corrupt size costs
+  // nothing but address space.
+  void Reserve() {
+    constexpr int64_t kCap = int64_t{1} << 30;
+    int64_t n = std::min(meta_.num_values, kCap);
+    if (column_.max_definition_level > 0) out_.definition_levels.reserve(n);
+    if (column_.max_repetition_level > 0) out_.repetition_levels.reserve(n);
+    ValueBuffer& values = out_.values;
+    if (values.is_byte_array()) {
+      values.offsets.reserve(n + 1);
+      values.data.reserve(std::clamp<int64_t>(meta_.total_uncompressed_size, 0, kCap));
+    } else {
+      values.data.reserve(std::min(n * values.width, kCap));
+    }
   }
 
   const ColumnMetaData& meta_;
@@ -354,8 +413,6 @@ class ChunkDecoder {
   LeafData out_;
   ValueBuffer dictionary_;
   bool has_dictionary_ = false;
-  std::vector<uint8_t> scratch_;
-  std::vector<uint32_t> indices_;
 };
 
 }  // namespace

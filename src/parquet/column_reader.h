@@ -14,8 +14,8 @@ namespace shoal::parquet {
 /// The levels and dense non-null values of one column chunk.
 struct LeafData {
   int64_t num_levels = 0;
-  std::vector<int16_t> definition_levels;  // empty when max_definition_level == 0
-  std::vector<int16_t> repetition_levels;  // empty when max_repetition_level == 0
+  UninitVector<int16_t> definition_levels;  // empty when max_definition_level == 0
+  UninitVector<int16_t> repetition_levels;  // empty when max_repetition_level == 0
   ValueBuffer values;
 };
 

@@ -1,6 +1,8 @@
 #include "parquet/encoding.h"
 
 #include <algorithm>
+#include <array>
+#include <utility>
 #include <cstring>
 
 #include "util/error.h"
@@ -60,7 +62,7 @@ void ValueBuffer::Reset(PhysicalType t, int32_t type_length) {
 }
 
 void ValueBuffer::AppendByteArray(const uint8_t* bytes, size_t length) {
-  data.insert(data.end(), bytes, bytes + length);
+  AppendBytes(data, bytes, length);
   offsets.push_back(static_cast<int64_t>(data.size()));
   ++count;
 }
@@ -115,6 +117,36 @@ bool RleBitPackedDecoder::NextRun() {
   return true;
 }
 
+namespace {
+
+// Unpacks `groups` groups of 8 values of W bits (W bytes per group, least-significant bit
+// first). Each value is one unaligned 8-byte load, so the caller guarantees 8 readable bytes
+// past the last group.
+template <int W, typename T>
+void UnpackGroups(const uint8_t* in, T* out, int64_t groups) {
+  constexpr uint64_t kMask = W == 0 ? 0 : (W >= 64 ? ~uint64_t{0} : (uint64_t{1} << W) - 1);
+  for (int64_t g = 0; g < groups; ++g, in += W, out += 8) {
+    for (int i = 0; i < 8; ++i) {
+      uint64_t word;
+      std::memcpy(&word, in + (i * W) / 8, 8);
+      out[i] = static_cast<T>((word >> ((i * W) % 8)) & kMask);
+    }
+  }
+}
+
+template <typename T, int... W>
+constexpr auto MakeUnpackTable(std::integer_sequence<int, W...>) {
+  return std::array<void (*)(const uint8_t*, T*, int64_t), sizeof...(W)>{&UnpackGroups<W, T>...};
+}
+
+template <typename T>
+void Unpack(int bit_width, const uint8_t* in, T* out, int64_t groups) {
+  static constexpr auto kTable = MakeUnpackTable<T>(std::make_integer_sequence<int, 33>{});
+  kTable[bit_width](in, out, groups);
+}
+
+}  // namespace
+
 template <typename T>
 void RleBitPackedDecoder::Get(T* out, int64_t n) {
   int64_t done = 0;
@@ -126,6 +158,23 @@ void RleBitPackedDecoder::Get(T* out, int64_t n) {
       done += take;
     } else if (literal_count_ > 0) {
       int64_t take = std::min(literal_count_, n - done);
+      // Whole groups of 8 from a byte boundary go through the unrolled unpacker.
+      if ((literal_bit_pos_ & 7) == 0 && take >= 8 && bit_width_ > 0) {
+        size_t byte = literal_bit_pos_ >> 3;
+        int64_t groups = take / 8;
+        if (byte + 8 > size_) {
+          groups = 0;
+        } else {
+          groups = std::min<int64_t>(groups, static_cast<int64_t>((size_ - byte - 8) / bit_width_));
+        }
+        if (groups > 0) {
+          Unpack(bit_width_, data_ + byte, out + done, groups);
+          literal_bit_pos_ += static_cast<size_t>(groups) * 8 * bit_width_;
+          literal_count_ -= groups * 8;
+          done += groups * 8;
+          continue;
+        }
+      }
       for (int64_t i = 0; i < take; ++i) {
         out[done + i] = static_cast<T>(ReadBits(data_, literal_end_, literal_bit_pos_, bit_width_));
         literal_bit_pos_ += bit_width_;
@@ -178,9 +227,20 @@ size_t DecodePlain(const uint8_t* data, size_t size, int64_t n, ValueBuffer* out
       return static_cast<size_t>((n + 7) / 8);
     }
     case PhysicalType::kByteArray: {
+      // The values' bytes are a subset of the page, so `size` bounds them: size the buffer once
+      // (with 16 bytes of slack for the short-value copy below) and trim at the end.
+      size_t base = out->data.size();
+      out->data.resize(base + size + 16);
+      size_t offsets_base = out->offsets.size();
+      out->offsets.resize(offsets_base + static_cast<size_t>(n));
+      uint8_t* dst = out->data.data() + base;
+      int64_t* offsets = out->offsets.data() + offsets_base;
+      int64_t end = static_cast<int64_t>(base);
       size_t pos = 0;
       for (int64_t i = 0; i < n; ++i) {
         if (size - pos < 4) {
+          out->data.resize(static_cast<size_t>(end));
+          out->offsets.resize(offsets_base + static_cast<size_t>(i));
           Corrupt("PLAIN BYTE_ARRAY value " + std::to_string(i) + " of " + std::to_string(n) +
                   ": length prefix runs past the end of the page");
         }
@@ -188,13 +248,24 @@ size_t DecodePlain(const uint8_t* data, size_t size, int64_t n, ValueBuffer* out
         std::memcpy(&length, data + pos, 4);
         pos += 4;
         if (length > size - pos) {
+          out->data.resize(static_cast<size_t>(end));
+          out->offsets.resize(offsets_base + static_cast<size_t>(i));
           Corrupt("PLAIN BYTE_ARRAY value " + std::to_string(i) + " declares " +
                   std::to_string(length) + " bytes, but only " + std::to_string(size - pos) +
                   " remain");
         }
-        out->AppendByteArray(data + pos, length);
+        if (length <= 16 && size - pos >= 16) {
+          std::memcpy(dst, data + pos, 16);  // one fixed-size copy; the excess is overwritten
+        } else {
+          std::memcpy(dst, data + pos, length);
+        }
+        dst += length;
+        end += length;
+        offsets[i] = end;
         pos += length;
       }
+      out->data.resize(static_cast<size_t>(end));
+      out->count += n;
       return pos;
     }
     default: {
@@ -205,7 +276,7 @@ size_t DecodePlain(const uint8_t* data, size_t size, int64_t n, ValueBuffer* out
                 " values need " + std::to_string(bytes) + " bytes, but only " +
                 std::to_string(size) + " remain");
       }
-      out->data.insert(out->data.end(), data, data + bytes);
+      AppendBytes(out->data, data, bytes);
       out->count += n;
       return bytes;
     }

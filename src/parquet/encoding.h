@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "parquet/types.h"
+#include "util/buffer.h"
 
 namespace shoal::parquet {
 
@@ -17,8 +18,8 @@ struct ValueBuffer {
   PhysicalType type = PhysicalType::kInt32;
   int32_t width = 4;  // bytes per value; 0 for BYTE_ARRAY
   int64_t count = 0;
-  std::vector<uint8_t> data;
-  std::vector<int64_t> offsets;  // BYTE_ARRAY only, starts with 0
+  ByteBuffer data;
+  UninitVector<int64_t> offsets;  // BYTE_ARRAY only, starts with 0
 
   void Reset(PhysicalType t, int32_t type_length);
   bool is_byte_array() const { return type == PhysicalType::kByteArray; }

@@ -302,7 +302,7 @@ class Shredder {
         } else {
           size_t width = static_cast<size_t>(leaf.values.width);
           const uint8_t* p = column.data.data() + i * width;
-          leaf.values.data.insert(leaf.values.data.end(), p, p + width);
+          AppendBytes(leaf.values.data, p, width);
           ++leaf.values.count;
         }
         return;
@@ -578,7 +578,7 @@ class ChunkWriter {
         if (values.is_byte_array()) {
           dictionary_.AppendByteArray(reinterpret_cast<const uint8_t*>(v.data()), v.size());
         } else {
-          dictionary_.data.insert(dictionary_.data.end(), v.begin(), v.end());
+          AppendBytes(dictionary_.data, v.data(), v.size());
           ++dictionary_.count;
         }
         if (static_cast<int64_t>(dictionary_.data.size()) > options_.dictionary_max_bytes) return false;
