@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -71,6 +72,56 @@ TEST(CliTest, NoCommandIsAUsageErrorWithExitTwo) {
   Result r = RunShoal("");
   EXPECT_EQ(r.status, 2);
   EXPECT_FALSE(r.err.empty());
+}
+
+std::string TestFile(const std::string& name) {
+  return std::string(SHOAL_TESTDATA_DIR) + "/parquet-testing/data/" + name;
+}
+
+TEST(CliTest, CatPrintsJsonLinesWithColumnsAndLimit) {
+  Result r = RunShoal("cat " + TestFile("alltypes_plain.parquet") + " --columns id,string_col --limit 2");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out, "{\"id\":4,\"string_col\":\"MA==\"}\n{\"id\":5,\"string_col\":\"MQ==\"}\n");
+}
+
+TEST(CliTest, CatPrintsNestedValuesAndTables) {
+  Result r = RunShoal("cat " + TestFile("nested_maps.snappy.parquet") + " --limit 1");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out.rfind("{\"a\":[{\"key\":\"a\",\"value\":[{\"key\":1,\"value\":true},{\"key\":2,", 0), 0u) << r.out;
+  Result table = RunShoal("cat " + TestFile("datapage_v2.snappy.parquet") + " --format table --limit 2");
+  ASSERT_EQ(table.status, 0) << table.err;
+  EXPECT_EQ(table.out,
+            "a   | b | c | d    | e\n"
+            "----+---+---+------+--------\n"
+            "abc | 1 | 2 | true | [1,2,3]\n"
+            "abc | 2 | 3 | true | null\n");
+}
+
+TEST(CliTest, SchemaAndParquetMetaDescribeTheFile) {
+  Result schema = RunShoal("schema " + TestFile("list_columns.parquet"));
+  ASSERT_EQ(schema.status, 0) << schema.err;
+  EXPECT_NE(schema.out.find("optional group int64_list (LIST) {"), std::string::npos) << schema.out;
+  Result meta = RunShoal("parquet-meta " + TestFile("int32_decimal.parquet"));
+  ASSERT_EQ(meta.status, 0) << meta.err;
+  for (const char* key : {"\"row_groups\"", "\"codec\": \"UNCOMPRESSED\"", "\"encodings\"", "\"total_compressed_size\"",
+                          "\"min\": \"1.00\"", "\"max\": \"24.00\"", "\"num_rows\": 24"}) {
+    EXPECT_NE(meta.out.find(key), std::string::npos) << key << " in " << meta.out;
+  }
+}
+
+TEST(CliTest, CorruptOrMissingFilesFailWithOneLineAndExitOne) {
+  Result corrupt = RunShoal("cat " + std::string(SHOAL_TESTDATA_DIR) + "/parquet-testing/bad_data/PARQUET-1481.parquet");
+  EXPECT_EQ(corrupt.status, 1);
+  EXPECT_EQ(std::count(corrupt.err.begin(), corrupt.err.end(), '\n'), 1) << corrupt.err;
+  EXPECT_NE(corrupt.err.find("shoal: error: reading Parquet file"), std::string::npos) << corrupt.err;
+  Result missing = RunShoal("cat /no/such/file.parquet");
+  EXPECT_EQ(missing.status, 1);
+  EXPECT_NE(missing.err.find("No such file or directory"), std::string::npos) << missing.err;
+  Result column = RunShoal("cat " + TestFile("alltypes_plain.parquet") + " --columns nope");
+  EXPECT_EQ(column.status, 1);
+  EXPECT_NE(column.err.find("no column 'nope'"), std::string::npos) << column.err;
+  Result format = RunShoal("cat " + TestFile("alltypes_plain.parquet") + " --format csv");
+  EXPECT_EQ(format.status, 2) << format.err;
 }
 
 }  // namespace

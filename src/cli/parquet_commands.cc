@@ -94,7 +94,7 @@ void CatParquet(const CatOptions& options) {
 }
 
 // The JSON form of one statistics value, as `cat` would print it.
-nlohmann::json StatValue(const pq::Field& field, const std::string& bytes) {
+nlohmann::ordered_json StatValue(const pq::Field& field, const std::string& bytes) {
   pq::ColumnVector column;
   column.field = &field;
   column.length = 1;
@@ -106,7 +106,7 @@ nlohmann::json StatValue(const pq::Field& field, const std::string& bytes) {
   }
   std::string json;
   pq::AppendJsonValue(column, 0, &json);
-  return nlohmann::json::parse(json, nullptr, false);
+  return nlohmann::ordered_json::parse(json, nullptr, false);
 }
 
 const pq::Field* FindLeafField(const std::vector<pq::Field>& fields, int column_index) {
@@ -117,37 +117,37 @@ const pq::Field* FindLeafField(const std::vector<pq::Field>& fields, int column_
   return nullptr;
 }
 
-nlohmann::json ParquetMeta(const pq::FileReader& reader) {
+nlohmann::ordered_json ParquetMeta(const pq::FileReader& reader) {
   const pq::FileMetaData& m = reader.metadata();
-  nlohmann::json out;
+  nlohmann::ordered_json out;
   out["path"] = reader.path();
   out["version"] = m.version;
   out["num_rows"] = m.num_rows;
-  out["created_by"] = m.created_by ? nlohmann::json(*m.created_by) : nlohmann::json(nullptr);
-  nlohmann::json kv = nlohmann::json::object();
-  for (const pq::KeyValue& e : m.key_value_metadata) kv[e.key] = e.value ? nlohmann::json(*e.value) : nullptr;
+  out["created_by"] = m.created_by ? nlohmann::ordered_json(*m.created_by) : nlohmann::ordered_json(nullptr);
+  nlohmann::ordered_json kv = nlohmann::ordered_json::object();
+  for (const pq::KeyValue& e : m.key_value_metadata) kv[e.key] = e.value ? nlohmann::ordered_json(*e.value) : nullptr;
   out["key_value_metadata"] = kv;
   out["schema"] = reader.schema().ToString();
-  nlohmann::json groups = nlohmann::json::array();
+  nlohmann::ordered_json groups = nlohmann::ordered_json::array();
   const auto& columns = reader.schema().columns();
   for (size_t g = 0; g < m.row_groups.size(); ++g) {
     const pq::RowGroup& group = m.row_groups[g];
-    nlohmann::json jg;
+    nlohmann::ordered_json jg;
     jg["index"] = g;
     jg["num_rows"] = group.num_rows;
     jg["total_byte_size"] = group.total_byte_size;
     if (group.total_compressed_size) jg["total_compressed_size"] = *group.total_compressed_size;
-    nlohmann::json jcolumns = nlohmann::json::array();
+    nlohmann::ordered_json jcolumns = nlohmann::ordered_json::array();
     for (size_t c = 0; c < group.columns.size(); ++c) {
       const pq::ColumnMetaData& cm = *group.columns[c].meta_data;
       const pq::Field* field = FindLeafField(reader.schema().fields(), static_cast<int>(c));
-      nlohmann::json jc;
+      nlohmann::ordered_json jc;
       jc["path"] = columns[c].PathString();
       jc["type"] = pq::PhysicalTypeName(cm.type);
       std::string logical = pq::LogicalTypeName(columns[c].logical);
-      jc["logical_type"] = logical.empty() ? nlohmann::json(nullptr) : nlohmann::json(logical);
+      jc["logical_type"] = logical.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(logical);
       jc["codec"] = pq::CodecName(cm.codec);
-      nlohmann::json encodings = nlohmann::json::array();
+      nlohmann::ordered_json encodings = nlohmann::ordered_json::array();
       for (pq::Encoding e : cm.encodings) encodings.push_back(pq::EncodingName(e));
       jc["encodings"] = encodings;
       jc["num_values"] = cm.num_values;
@@ -157,7 +157,7 @@ nlohmann::json ParquetMeta(const pq::FileReader& reader) {
       if (cm.dictionary_page_offset) jc["dictionary_page_offset"] = *cm.dictionary_page_offset;
       if (cm.statistics) {
         const pq::Statistics& s = *cm.statistics;
-        nlohmann::json js;
+        nlohmann::ordered_json js;
         const auto& min = s.min_value ? s.min_value : s.min;
         const auto& max = s.max_value ? s.max_value : s.max;
         if (min && field) js["min"] = StatValue(*field, *min);
@@ -187,6 +187,10 @@ void AddParquetCommands(CLI::App& app) {
   cat->add_option("--format", cat_options->format, "jsonl (one JSON object per row) or table")
       ->check(CLI::IsMember({"jsonl", "table"}))
       ->capture_default_str();
+  cat->footer(
+      "Values: integers exact; floats shortest round-trip (NaN/Infinity as strings); DECIMAL, DATE,\n"
+      "TIME, TIMESTAMP and UUID as strings; other binary as base64; LIST as arrays; MAP as arrays of\n"
+      "{\"key\",\"value\"}; STRUCT as objects. The full mapping: docs/cli.md.");
   cat->callback([cat_options] { CatParquet(*cat_options); });
 
   auto schema_path = std::make_shared<std::string>();

@@ -6,6 +6,8 @@
 #include <limits>
 #include <random>
 
+#include "parquet/column_reader.h"
+#include "parquet/compression.h"
 #include "parquet/metadata.h"
 #include "parquet/predicate.h"
 #include "parquet/thrift_compact.h"
@@ -82,6 +84,90 @@ TEST(PlainTest, ByteArrayLengthPastTheEndIsAnErrorWithTheNumbers) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("declares 16 bytes, but only 2 remain"), std::string::npos) << e.what();
   }
+}
+
+TEST(CompressionTest, Lz4ReadsHadoopFramingAndRawBlocks) {
+  std::string text(5000, 'a');
+  for (size_t i = 0; i < text.size(); i += 7) text[i] = static_cast<char>('a' + i % 26);
+  std::string raw = Compress(Codec::kLz4Raw, reinterpret_cast<const uint8_t*>(text.data()), text.size());
+  std::vector<uint8_t> out(text.size());
+  Decompress(Codec::kLz4, reinterpret_cast<const uint8_t*>(raw.data()), raw.size(), out.data(), out.size());
+  EXPECT_EQ(std::string(out.begin(), out.end()), text);
+  // Hadoop framing: [uncompressed size][compressed size], both big-endian, then the block.
+  auto be32 = [](uint32_t v) {
+    return std::string{static_cast<char>(v >> 24), static_cast<char>(v >> 16), static_cast<char>(v >> 8), static_cast<char>(v)};
+  };
+  std::string hadoop = be32(static_cast<uint32_t>(text.size())) + be32(static_cast<uint32_t>(raw.size())) + raw;
+  std::fill(out.begin(), out.end(), 0);
+  Decompress(Codec::kLz4, reinterpret_cast<const uint8_t*>(hadoop.data()), hadoop.size(), out.data(), out.size());
+  EXPECT_EQ(std::string(out.begin(), out.end()), text);
+}
+
+TEST(CompressionTest, UnknownAndUnsupportedCodecsAreNamed) {
+  uint8_t byte = 0, out = 0;
+  try {
+    Decompress(static_cast<Codec>(42), &byte, 1, &out, 1);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kUnsupported);
+    EXPECT_NE(std::string(e.what()).find("codec 42"), std::string::npos) << e.what();
+  }
+  try {
+    Decompress(Codec::kLzo, &byte, 1, &out, 1);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("LZO"), std::string::npos) << e.what();
+  }
+  // A corrupt stream names the codec and the sizes.
+  std::string garbage = "definitely not zstd";
+  std::vector<uint8_t> buffer(100);
+  try {
+    Decompress(Codec::kZstd, reinterpret_cast<const uint8_t*>(garbage.data()), garbage.size(), buffer.data(), 100);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("ZSTD decompression failed"), std::string::npos) << e.what();
+  }
+}
+
+TEST(ColumnChunkTest, UnknownValueEncodingIsNamed) {
+  // One v1 data page of a required INT32 column, encoding 12 (not in the format).
+  PageHeader header;
+  header.type = PageType::kDataPage;
+  header.uncompressed_page_size = header.compressed_page_size = 4;
+  DataPageHeader d;
+  d.num_values = 1;
+  d.encoding = static_cast<Encoding>(12);
+  header.data_page_header = d;
+  std::string chunk = SerializePageHeader(header) + std::string(4, '\0');
+  ColumnMetaData meta;
+  meta.type = PhysicalType::kInt32;
+  meta.num_values = 1;
+  ColumnDescriptor column;
+  column.physical = PhysicalType::kInt32;
+  try {
+    DecodeColumnChunk(reinterpret_cast<const uint8_t*>(chunk.data()), chunk.size(), meta, column, 1, {});
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kUnsupported);
+    EXPECT_NE(std::string(e.what()).find("value encoding UNKNOWN_ENCODING (12)"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("page 0"), std::string::npos) << e.what();
+  }
+}
+
+TEST(ValueFormatTest, Float16AndUuidColumnsRender) {
+  Field half;
+  half.physical = PhysicalType::kFixedLenByteArray;
+  half.type_length = 2;
+  half.logical.kind = LogicalType::Kind::kFloat16;
+  ColumnVector column;
+  column.field = &half;
+  column.length = 3;
+  column.data = {0x00, 0x3c, 0x00, 0xc1, 0x00, 0x7c};  // 1.0, -2.5, +infinity (little-endian)
+  std::string out;
+  for (int i = 0; i < 3; ++i) AppendJsonValue(column, i, &out);
+  EXPECT_EQ(out, "1-2.5\"Infinity\"");
+  const uint8_t uuid[16] = {0x12, 0x3e, 0x45, 0x67, 0xe8, 0x9b, 0x12, 0xd3, 0xa4, 0x56, 0x42, 0x66, 0x14, 0x17, 0x40, 0x00};
+  EXPECT_EQ(FormatUuid(uuid), "123e4567-e89b-12d3-a456-426614174000");
 }
 
 TEST(ThriftTest, SkipsUnknownFieldsAndChecksLengths) {
