@@ -1,12 +1,11 @@
 #include "parquet/column_reader.h"
 
-#include <zlib.h>
-
 #include <algorithm>
 #include <cstring>
 
 #include "parquet/compression.h"
 #include "util/cpu.h"
+#include "util/crc32.h"
 #include "util/error.h"
 
 namespace shoal::parquet {
@@ -86,7 +85,7 @@ class ChunkDecoder {
   }
 
   static void CheckCrc(const PageHeader& header, const uint8_t* body, size_t size) {
-    uint32_t computed = static_cast<uint32_t>(crc32(0L, body, static_cast<uInt>(size)));
+    uint32_t computed = Crc32(0, body, size);
     uint32_t stored = static_cast<uint32_t>(*header.crc);
     if (computed != stored) {
       throw InvalidError("CRC mismatch: the page header stores " + std::to_string(stored) +

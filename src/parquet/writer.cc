@@ -2,7 +2,6 @@
 
 #include <fcntl.h>
 #include <unistd.h>
-#include <zlib.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -15,6 +14,7 @@
 
 #include "parquet/compression.h"
 #include "parquet/encoding.h"
+#include "util/crc32.h"
 #include "util/error.h"
 
 namespace shoal::parquet {
@@ -648,7 +648,7 @@ class ChunkWriter {
     std::string page = prefix + stored;
     header.uncompressed_page_size = static_cast<int32_t>(prefix.size() + body.size());
     header.compressed_page_size = static_cast<int32_t>(page.size());
-    header.crc = static_cast<int32_t>(crc32(0L, reinterpret_cast<const Bytef*>(page.data()), static_cast<uInt>(page.size())));
+    header.crc = static_cast<int32_t>(Crc32(0, reinterpret_cast<const uint8_t*>(page.data()), page.size()));
     std::string bytes = SerializePageHeader(header) + page;
     meta->total_uncompressed_size += static_cast<int64_t>(bytes.size() - stored.size() + body.size());
     write(bytes);
