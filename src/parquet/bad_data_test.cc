@@ -130,23 +130,9 @@ TEST_P(CorruptionTest, BitFlippedFilesGiveErrorsOrReadsNotCrashes) {
   }
 }
 
-std::vector<std::string> DataFiles() {
-  std::vector<std::string> names;
-  for (const auto& entry : std::filesystem::directory_iterator(DataDir())) {
-    if (entry.path().extension() == ".parquet") names.push_back(entry.path().stem().string());
-  }
-  std::sort(names.begin(), names.end());
-  return names;
-}
 
-INSTANTIATE_TEST_SUITE_P(ParquetTesting, CorruptionTest, ::testing::ValuesIn(DataFiles()),
-                         [](const auto& info) {
-                           std::string n = info.param;
-                           for (char& c : n) {
-                             if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
-                           }
-                           return n;
-                         });
+INSTANTIATE_TEST_SUITE_P(ParquetTesting, CorruptionTest, ::testing::ValuesIn(testing::DataFileStems()),
+                         [](const auto& info) { return testing::ParamName(info.param); });
 
 }  // namespace
 }  // namespace shoal::parquet

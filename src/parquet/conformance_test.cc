@@ -19,14 +19,6 @@ using testing::ShoalRows;
 
 std::string DataDir() { return testing::TestDataDir() + "/data"; }
 
-std::vector<std::string> DataFiles() {
-  std::vector<std::string> names;
-  for (const auto& entry : std::filesystem::directory_iterator(DataDir())) {
-    if (entry.path().extension() == ".parquet") names.push_back(entry.path().stem().string());
-  }
-  std::sort(names.begin(), names.end());
-  return names;
-}
 
 class ConformanceTest : public ::testing::TestWithParam<std::string> {};
 
@@ -57,14 +49,8 @@ TEST_P(ConformanceTest, ReadsAsDuckDBReads) {
   EXPECT_EQ(difference, "") << "DuckDB types: " << expected.types_json;
 }
 
-INSTANTIATE_TEST_SUITE_P(ParquetTesting, ConformanceTest, ::testing::ValuesIn(DataFiles()),
-                         [](const auto& info) {
-                           std::string n = info.param;
-                           for (char& c : n) {
-                             if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
-                           }
-                           return n;
-                         });
+INSTANTIATE_TEST_SUITE_P(ParquetTesting, ConformanceTest, ::testing::ValuesIn(testing::DataFileStems()),
+                         [](const auto& info) { return testing::ParamName(info.param); });
 
 // A minimal CSV reader for the *_expect.csv files: quoted or bare fields, empty means null.
 std::vector<std::vector<std::optional<std::string>>> ReadCsv(const std::string& path) {

@@ -3,6 +3,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -14,6 +16,22 @@
 namespace shoal::parquet::testing {
 
 std::string TestDataDir() { return std::string(SHOAL_TESTDATA_DIR) + "/parquet-testing"; }
+
+std::vector<std::string> DataFileStems() {
+  std::vector<std::string> names;
+  for (const auto& entry : std::filesystem::directory_iterator(TestDataDir() + "/data")) {
+    if (entry.path().extension() == ".parquet") names.push_back(entry.path().stem().string());
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+std::string ParamName(std::string stem) {
+  for (char& c : stem) {
+    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+  }
+  return stem;
+}
 
 namespace {
 std::string Slurp(const std::string& path) {

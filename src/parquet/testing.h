@@ -11,6 +11,10 @@
 namespace shoal::parquet::testing {
 
 std::string TestDataDir();  // ../shared/testdata/parquet-testing
+/// Names (without .parquet) of the valid files in parquet-testing's data/, sorted.
+std::vector<std::string> DataFileStems();
+/// A gtest parameter name for a file stem: non-alphanumerics become '_'.
+std::string ParamName(std::string stem);
 
 struct CommandResult {
   int status = -1;
