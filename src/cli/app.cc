@@ -37,6 +37,7 @@ int Run(int argc, char** argv) {
       "Documentation: README.md and docs/ in the shoal source tree.");
   AddVersionCommand(app);
   AddParquetCommands(app);
+  AddTableCommands(app);
 
   try {
     app.parse(argc, argv);

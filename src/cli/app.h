@@ -20,5 +20,6 @@ int Run(int argc, char** argv);
 // a callback that does the work and may throw shoal::Error.
 void AddVersionCommand(CLI::App& app);
 void AddParquetCommands(CLI::App& app);
+void AddTableCommands(CLI::App& app);
 
 }  // namespace shoal::cli

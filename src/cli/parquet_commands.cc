@@ -3,10 +3,14 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <filesystem>
+#include <optional>
 #include <cstdio>
 #include <iostream>
 
 #include "cli/app.h"
+#include "delta/scan.h"
+#include "delta/snapshot.h"
 #include "parquet/predicate.h"
 #include "parquet/reader.h"
 #include "parquet/value_format.h"
@@ -20,6 +24,9 @@ namespace {
 
 struct CatOptions {
   std::string path;
+  std::optional<int64_t> version;
+  std::string timestamp;
+  std::string where;
   std::vector<std::string> columns;
   int64_t limit = -1;
   std::string format = "jsonl";
@@ -64,33 +71,122 @@ void PrintTable(const std::vector<std::string>& header, const std::vector<std::v
   for (const auto& row : rows) print_row(row);
 }
 
-void CatParquet(const CatOptions& options) {
-  auto reader = pq::FileReader::Open(options.path);
-  std::vector<int> fields = reader->ResolveFields(options.columns);
-  int64_t remaining = options.limit < 0 ? INT64_MAX : options.limit;
-  std::vector<std::vector<std::string>> table_rows;
-  std::vector<std::string> header;
-  for (int f : fields) header.push_back(reader->schema().fields()[f].name);
-  std::string out;
-  for (int g = 0; g < reader->num_row_groups() && remaining > 0; ++g) {
-    pq::RecordBatch batch = reader->ReadRowGroup(g, fields);
-    int64_t n = std::min(batch.num_rows, remaining);
+// Prints batches as they come, up to the limit; the table format collects its rows first.
+class RowPrinter {
+ public:
+  explicit RowPrinter(const CatOptions& options)
+      : options_(options), remaining_(options.limit < 0 ? INT64_MAX : options.limit) {}
+  bool done() const { return remaining_ <= 0; }
+  void SetHeader(std::vector<std::string> header) { header_ = std::move(header); }
+
+  void Print(const pq::RecordBatch& batch) {
+    int64_t n = std::min(batch.num_rows, remaining_);
+    std::string out;
     for (int64_t r = 0; r < n; ++r) {
-      if (options.format == "jsonl") {
+      if (options_.format == "jsonl") {
         pq::AppendJsonRow(batch, r, &out);
         out.push_back('\n');
       } else {
         std::vector<std::string> cells;
         for (const pq::ColumnVector& column : batch.columns) cells.push_back(Cell(column, r));
-        table_rows.push_back(std::move(cells));
+        table_rows_.push_back(std::move(cells));
       }
     }
     std::fwrite(out.data(), 1, out.size(), stdout);
-    out.clear();
-    remaining -= n;
+    remaining_ -= n;
   }
-  if (options.format == "table") PrintTable(header, table_rows);
-  std::fflush(stdout);
+
+  void Finish() {
+    if (options_.format == "table") PrintTable(header_, table_rows_);
+    std::fflush(stdout);
+  }
+
+ private:
+  const CatOptions& options_;
+  int64_t remaining_;
+  std::vector<std::string> header_;
+  std::vector<std::vector<std::string>> table_rows_;
+};
+
+std::optional<pq::Predicate> ParseWhere(const CatOptions& options) {
+  if (options.where.empty()) return std::nullopt;
+  return pq::Predicate::Parse(options.where);
+}
+
+void CatParquet(const CatOptions& options) {
+  if (options.version || !options.timestamp.empty()) {
+    throw InvalidError("--version and --timestamp apply to Delta tables; '" + options.path + "' is a Parquet file");
+  }
+  auto reader = pq::FileReader::Open(options.path);
+  std::vector<int> fields = reader->ResolveFields(options.columns);
+  std::optional<pq::Predicate> where = ParseWhere(options);
+  std::vector<int> read = fields;
+  if (where) {
+    for (int f : reader->ResolveFields(where->Columns())) {
+      if (std::find(read.begin(), read.end(), f) == read.end()) read.push_back(f);
+    }
+  }
+  RowPrinter printer(options);
+  std::vector<std::string> header;
+  for (int f : fields) header.push_back(reader->schema().fields()[f].name);
+  printer.SetHeader(header);
+  for (int g : reader->SelectRowGroups(where ? &*where : nullptr)) {
+    if (printer.done()) break;
+    pq::RecordBatch batch = reader->ReadRowGroup(g, read);
+    if (where) {
+      std::vector<uint8_t> mask = where->Evaluate(batch);
+      pq::RecordBatch kept = FilterBatch(batch, mask);
+      batch = std::move(kept);
+    }
+    batch.columns.resize(fields.size());
+    batch.field_indices.resize(fields.size());
+    printer.Print(batch);
+  }
+  printer.Finish();
+}
+
+void CatTable(const CatOptions& options) {
+  std::optional<int64_t> version = options.version;
+  if (!options.timestamp.empty()) {
+    pq::Field timestamp_field;
+    timestamp_field.name = "--timestamp";
+    timestamp_field.physical = pq::PhysicalType::kInt64;
+    timestamp_field.logical.kind = pq::LogicalType::Kind::kTimestamp;
+    timestamp_field.logical.unit = pq::TimeUnit::kMillis;
+    int64_t ms = pq::CoerceLiteral(timestamp_field, pq::Literal::String(options.timestamp)).int_value;
+    version = delta::VersionAtTimestamp(options.path, ms);
+  }
+  delta::Snapshot snapshot = delta::LoadSnapshot(options.path, version);
+  std::optional<pq::Predicate> where = ParseWhere(options);
+  delta::ScanOptions scan;
+  scan.columns = options.columns;
+  scan.predicate = where ? &*where : nullptr;
+  RowPrinter printer(options);
+  std::vector<std::string> header;
+  if (options.columns.empty()) {
+    for (const delta::DeltaField& f : snapshot.schema) header.push_back(f.name);
+  } else {
+    header = options.columns;
+  }
+  printer.SetHeader(header);
+  struct Stop {};
+  try {
+    delta::ScanSnapshot(snapshot, scan, [&](const pq::RecordBatch& batch) {
+      printer.Print(batch);
+      if (printer.done()) throw Stop{};
+    });
+  } catch (const Stop&) {
+  }
+  printer.Finish();
+}
+
+void Cat(const CatOptions& options) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(options.path, ec)) {
+    CatTable(options);
+  } else {
+    CatParquet(options);
+  }
 }
 
 // The JSON form of one statistics value, as `cat` would print it.
@@ -179,8 +275,14 @@ nlohmann::ordered_json ParquetMeta(const pq::FileReader& reader) {
 
 void AddParquetCommands(CLI::App& app) {
   auto cat_options = std::make_shared<CatOptions>();
-  CLI::App* cat = app.add_subcommand("cat", "Print the rows of a Parquet file as JSON lines or a table");
-  cat->add_option("PATH", cat_options->path, "Parquet file")->required();
+  CLI::App* cat = app.add_subcommand("cat", "Print the rows of a Parquet file or a Delta table as JSON lines or a table");
+  cat->add_option("PATH", cat_options->path, "Parquet file, or Delta table directory")->required();
+  cat->add_option("--version", cat_options->version, "Delta table: read this version (time travel)");
+  cat->add_option("--timestamp", cat_options->timestamp,
+                  "Delta table: read the version current at this time (ISO 8601, UTC)")
+      ->excludes("--version");
+  cat->add_option("--where", cat_options->where,
+                  "Only rows matching \"col op literal\" (op: = != < <= > >=, IS [NOT] NULL; join with and/or)");
   cat->add_option("--columns", cat_options->columns, "Top-level columns to print, comma-separated (default: all)")
       ->delimiter(',');
   cat->add_option("--limit", cat_options->limit, "Print at most N rows")->check(CLI::NonNegativeNumber);
@@ -191,7 +293,7 @@ void AddParquetCommands(CLI::App& app) {
       "Values: integers exact; floats shortest round-trip (NaN/Infinity as strings); DECIMAL, DATE,\n"
       "TIME, TIMESTAMP and UUID as strings; other binary as base64; LIST as arrays; MAP as arrays of\n"
       "{\"key\",\"value\"}; STRUCT as objects. The full mapping: docs/cli.md.");
-  cat->callback([cat_options] { CatParquet(*cat_options); });
+  cat->callback([cat_options] { Cat(*cat_options); });
 
   auto schema_path = std::make_shared<std::string>();
   CLI::App* schema = app.add_subcommand("schema", "Print the schema of a Parquet file");

@@ -394,6 +394,67 @@ std::vector<uint8_t> Predicate::Evaluate(const RecordBatch& batch) const {
   return mask;
 }
 
+// ---- filtering ----
+
+namespace {
+
+// The slots `rows` of a column, with everything nested under them.
+ColumnVector TakeRows(const ColumnVector& in, const std::vector<int64_t>& rows) {
+  ColumnVector out;
+  out.field = in.field;
+  out.length = static_cast<int64_t>(rows.size());
+  if (!in.validity.empty()) {
+    for (int64_t r : rows) out.validity.push_back(in.validity[r]);
+  }
+  const Field& f = *in.field;
+  switch (f.kind) {
+    case Field::Kind::kPrimitive:
+      if (f.physical == PhysicalType::kByteArray) {
+        out.offsets.push_back(0);
+        for (int64_t r : rows) {
+          std::string_view v = in.Bytes(r);
+          AppendBytes(out.data, v.data(), v.size());
+          out.offsets.push_back(static_cast<int64_t>(out.data.size()));
+        }
+      } else {
+        size_t width = static_cast<size_t>(FixedWidthOf(f.physical, f.type_length));
+        for (int64_t r : rows) AppendBytes(out.data, in.data.data() + r * width, width);
+      }
+      break;
+    case Field::Kind::kStruct:
+      for (const ColumnVector& child : in.children) out.children.push_back(TakeRows(child, rows));
+      break;
+    case Field::Kind::kList:
+    case Field::Kind::kMap: {
+      std::vector<int64_t> elements;
+      out.offsets.push_back(0);
+      for (int64_t r : rows) {
+        for (int64_t e = in.offsets[r]; e < in.offsets[r + 1]; ++e) elements.push_back(e);
+        out.offsets.push_back(static_cast<int64_t>(elements.size()));
+      }
+      out.children.push_back(TakeRows(in.children[0], elements));
+      break;
+    }
+  }
+  return out;
+}
+
+
+}  // namespace
+
+RecordBatch FilterBatch(const RecordBatch& batch, const std::vector<uint8_t>& mask) {
+  std::vector<int64_t> rows;
+  for (size_t i = 0; i < mask.size(); ++i) {
+    if (mask[i]) rows.push_back(static_cast<int64_t>(i));
+  }
+  RecordBatch out;
+  out.schema = batch.schema;
+  out.field_indices = batch.field_indices;
+  out.num_rows = static_cast<int64_t>(rows.size());
+  for (const ColumnVector& column : batch.columns) out.columns.push_back(TakeRows(column, rows));
+  return out;
+}
+
 // ---- parsing ----
 
 namespace {

@@ -83,6 +83,9 @@ class Predicate {
   std::vector<Predicate> children_;
 };
 
+/// The rows of `batch` where `mask` (one byte per row) is 1, nested values included.
+RecordBatch FilterBatch(const RecordBatch& batch, const std::vector<uint8_t>& mask);
+
 /// The literal of one PLAIN-encoded value (without a length prefix) of a primitive field.
 Literal ValueAsLiteral(const Field& field, const uint8_t* bytes, size_t size);
 /// The literal of slot `row` of a primitive column.

@@ -104,7 +104,7 @@ std::string FormatTimestamp(int64_t value, TimeUnit unit, bool utc) {
   return out;
 }
 
-std::string FormatInt96(const uint8_t* bytes) {
+int64_t Int96ToMicros(const uint8_t* bytes) {
   int64_t nanos_of_day;
   int32_t julian_day;
   std::memcpy(&nanos_of_day, bytes, 8);
@@ -114,7 +114,13 @@ std::string FormatInt96(const uint8_t* bytes) {
   // writes far dates (year 290000) through the same wrap, so this reads back what it wrote.
   uint64_t micros = static_cast<uint64_t>(static_cast<int64_t>(julian_day) - kJulianEpochDay) * 86400000000ULL +
                     static_cast<uint64_t>(nanos_of_day / 1000);
-  std::string out = FormatTimestamp(static_cast<int64_t>(micros), TimeUnit::kMicros, false);
+  return static_cast<int64_t>(micros);
+}
+
+std::string FormatInt96(const uint8_t* bytes) {
+  int64_t nanos_of_day;
+  std::memcpy(&nanos_of_day, bytes, 8);
+  std::string out = FormatTimestamp(Int96ToMicros(bytes), TimeUnit::kMicros, false);
   int64_t sub_micro = nanos_of_day % 1000;
   if (sub_micro > 0) {
     if (out.find('.') == std::string::npos) out += ".000000";
@@ -187,7 +193,7 @@ std::string FormatDecimalBigEndian(const uint8_t* bytes, size_t length, int32_t 
     if (first < mag.size()) chunk.insert(0, 9 - chunk.size(), '0');
     digits.insert(0, chunk);
   }
-  if (digits.empty()) digits = "0";
+  if (digits.empty()) digits.push_back('0');  // (not = "0": GCC 12 warns falsely)
   return InsertDecimalPoint(digits, negative && digits != "0", scale);
 }
 

@@ -22,6 +22,8 @@ std::string FormatTimestamp(int64_t value, TimeUnit unit, bool utc);
 /// nanoseconds since the epoch.
 /// Saturates outside the years 1677 to 2262.
 int64_t Int96ToNanos(const uint8_t* bytes);
+/// Microseconds since the epoch of an INT96 value, as Spark reads it (wrapping 64-bit).
+int64_t Int96ToMicros(const uint8_t* bytes);
 /// "YYYY-MM-DDTHH:MM:SS[.fraction]" of an INT96 value, exact for any date.
 std::string FormatInt96(const uint8_t* bytes);
 /// The decimal string, with exactly `scale` fraction digits, of a big-endian two's-complement

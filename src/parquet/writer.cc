@@ -163,7 +163,6 @@ void AppendElements(const WriteField& f, Repetition repetition, std::vector<Sche
 
 }  // namespace
 
-namespace {
 WriteField WriteFieldOf(const Field& f) {
   switch (f.kind) {
     case Field::Kind::kPrimitive: return WriteField::Primitive(f.name, f.physical, f.nullable, f.logical, f.type_length);
@@ -183,7 +182,6 @@ WriteField WriteFieldOf(const Field& f) {
   }
   return {};
 }
-}  // namespace
 
 std::vector<WriteField> WriteFieldsOf(const Schema& schema) {
   std::vector<WriteField> fields;

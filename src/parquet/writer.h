@@ -33,6 +33,9 @@ struct WriteField {
   static WriteField Map(std::string name, WriteField key, WriteField value, bool nullable = true);
 };
 
+/// The field to write values read with `field`.
+WriteField WriteFieldOf(const Field& field);
+
 /// The fields to write data read with `schema`, so that a RecordBatch read from one file can
 /// be written to another.
 std::vector<WriteField> WriteFieldsOf(const Schema& schema);

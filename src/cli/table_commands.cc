@@ -1,0 +1,86 @@
+// `shoal table info` and `shoal table history`: looking into Delta tables.
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include <iostream>
+
+#include "cli/app.h"
+#include "delta/snapshot.h"
+#include "parquet/reader.h"
+#include "parquet/value_format.h"
+#include "util/error.h"
+
+namespace shoal::cli {
+
+namespace {
+
+// Rows of a data file: add.stats.numRecords when the writer recorded it, else the file footer.
+int64_t FileRows(const delta::Snapshot& snapshot, const delta::AddFile& file) {
+  if (file.stats) {
+    nlohmann::json stats = nlohmann::json::parse(*file.stats, nullptr, false);
+    if (stats.is_object() && stats.contains("numRecords") && stats["numRecords"].is_number_integer()) {
+      return stats["numRecords"].get<int64_t>();
+    }
+  }
+  return parquet::FileReader::Open(delta::DataFilePath(snapshot, file))->num_rows();
+}
+
+nlohmann::ordered_json Info(const delta::Snapshot& s) {
+  nlohmann::ordered_json out;
+  out["path"] = s.table_path;
+  out["version"] = s.version;
+  out["protocol"] = {{"min_reader_version", s.protocol.min_reader_version},
+                     {"min_writer_version", s.protocol.min_writer_version}};
+  nlohmann::ordered_json features = nlohmann::ordered_json::array();
+  for (const std::string& f : s.protocol.reader_features) features.push_back(f);
+  for (const std::string& f : s.protocol.writer_features) {
+    if (std::find(features.begin(), features.end(), f) == features.end()) features.push_back(f);
+  }
+  out["features"] = features;
+  out["schema"] = nlohmann::ordered_json::parse(s.metadata.schema_string);
+  out["partition_columns"] = s.metadata.partition_columns;
+  out["configuration"] = s.metadata.configuration;
+  out["num_files"] = s.files.size();
+  int64_t rows = 0, bytes = 0;
+  for (const delta::AddFile& f : s.files) {
+    rows += FileRows(s, f);
+    bytes += f.size;
+  }
+  out["num_rows"] = rows;
+  out["size_bytes"] = bytes;
+  out["checkpoint_version"] = s.checkpoint_version >= 0 ? nlohmann::ordered_json(s.checkpoint_version) : nullptr;
+  return out;
+}
+
+}  // namespace
+
+void AddTableCommands(CLI::App& app) {
+  CLI::App* table = app.add_subcommand("table", "Look into Delta tables: info, history");
+  table->require_subcommand(1);
+
+  auto info_path = std::make_shared<std::string>();
+  auto info_version = std::make_shared<std::optional<int64_t>>();
+  CLI::App* info = table->add_subcommand(
+      "info", "Print a table's state as JSON: version, protocol, features, schema, partition_columns, num_files, num_rows");
+  info->add_option("TABLE", *info_path, "Delta table directory")->required();
+  info->add_option("--version", *info_version, "Describe this version instead of the latest");
+  info->callback([info_path, info_version] {
+    std::cout << Info(delta::LoadSnapshot(*info_path, *info_version)).dump(2) << "\n";
+  });
+
+  auto history_path = std::make_shared<std::string>();
+  CLI::App* history = table->add_subcommand("history", "Print the table's commits as JSON lines, oldest first");
+  history->add_option("TABLE", *history_path, "Delta table directory")->required();
+  history->callback([history_path] {
+    for (const delta::CommitInfo& c : delta::History(*history_path)) {
+      nlohmann::ordered_json line;
+      line["version"] = c.version;
+      line["timestamp"] = parquet::FormatTimestamp(c.timestamp_ms, parquet::TimeUnit::kMillis, true);
+      line["operation"] = c.operation;
+      line["operation_parameters"] = nlohmann::ordered_json::parse(c.operation_parameters_json, nullptr, false);
+      std::cout << line.dump() << "\n";
+    }
+  });
+}
+
+}  // namespace shoal::cli

@@ -1,0 +1,286 @@
+#include "delta/scan.h"
+
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <memory>
+
+#include "parquet/predicate.h"
+#include "parquet/reader.h"
+#include "parquet/value_format.h"
+#include "parquet/writer.h"
+#include "util/error.h"
+
+namespace shoal::delta {
+
+namespace {
+
+using parquet::ColumnVector;
+using parquet::Field;
+using parquet::WriteField;
+
+bool IsTimestamp(const DeltaField& delta) {
+  return delta.kind == DeltaField::Kind::kPrimitive && (delta.type == "timestamp" || delta.type == "timestamp_ntz");
+}
+
+// Renames a file's field (physical names, with column mapping) to the table's logical names,
+// and presents Delta timestamps the same whatever the writer's annotation: "timestamp" as a
+// UTC instant, "timestamp_ntz" without time zone.
+WriteField Renamed(WriteField field, const DeltaField& delta) {
+  field.name = delta.name;
+  if (IsTimestamp(delta) && field.kind == WriteField::Kind::kPrimitive &&
+      field.physical == parquet::PhysicalType::kInt64) {
+    if (field.logical.kind != parquet::LogicalType::Kind::kTimestamp) {
+      field.logical = parquet::LogicalType{};
+      field.logical.kind = parquet::LogicalType::Kind::kTimestamp;
+      field.logical.unit = parquet::TimeUnit::kMicros;
+    }
+    field.logical.utc_adjusted = delta.type == "timestamp";
+  }
+  if (field.kind == WriteField::Kind::kStruct && delta.kind == DeltaField::Kind::kStruct) {
+    for (WriteField& child : field.children) {
+      for (const DeltaField& d : delta.children) {
+        if (d.PhysicalName() == child.name) child = Renamed(child, d);
+      }
+    }
+  } else if (field.kind == WriteField::Kind::kList && delta.kind == DeltaField::Kind::kArray) {
+    std::string element_name = field.children[0].name;
+    field.children[0] = Renamed(field.children[0], delta.children[0]);
+    field.children[0].name = element_name;
+  } else if (field.kind == WriteField::Kind::kMap && delta.kind == DeltaField::Kind::kMap) {
+    for (size_t k = 0; k < 2 && k < field.children.size(); ++k) {
+      std::string name = field.children[k].name;
+      field.children[k] = Renamed(field.children[k], delta.children[k]);
+      field.children[k].name = name;
+    }
+  }
+  return field;
+}
+
+// Points a column (and its children) at the fields of the output schema.
+void Rebind(ColumnVector& column, const Field& field) {
+  column.field = &field;
+  for (size_t k = 0; k < column.children.size() && k < field.children.size(); ++k) Rebind(column.children[k], field.children[k]);
+}
+
+ColumnVector NullColumn(const Field& field, int64_t length) {
+  ColumnVector c;
+  c.field = &field;
+  c.length = length;
+  if (field.nullable) c.validity.assign(static_cast<size_t>(length), 0);
+  switch (field.kind) {
+    case Field::Kind::kPrimitive:
+      if (field.physical == parquet::PhysicalType::kByteArray) {
+        c.offsets.assign(static_cast<size_t>(length) + 1, 0);
+      } else {
+        c.data.assign(static_cast<size_t>(length) * parquet::FixedWidthOf(field.physical, field.type_length), 0);
+      }
+      break;
+    case Field::Kind::kStruct:
+      for (const Field& child : field.children) c.children.push_back(NullColumn(child, length));
+      break;
+    case Field::Kind::kList:
+    case Field::Kind::kMap:
+      c.offsets.assign(static_cast<size_t>(length) + 1, 0);
+      c.children.push_back(NullColumn(field.children[0], 0));
+      break;
+  }
+  return c;
+}
+
+// The bytes of one partition value in the field's physical representation.
+std::string PartitionBytes(const DeltaField& delta, const Field& field, const std::string& text) {
+  auto fail = [&](const char* expected) -> std::string {
+    throw InvalidError("partition value '" + text + "' of column '" + delta.name + "' is not " + expected);
+  };
+  auto fixed = [](const auto& v) { return std::string(reinterpret_cast<const char*>(&v), sizeof(v)); };
+  const std::string& t = delta.type;
+  try {
+    if (t == "string" || t == "binary") return text;
+    if (t == "boolean") {
+      if (text == "true") return std::string(1, '\1');
+      if (text == "false") return std::string(1, '\0');
+      return fail("true or false");
+    }
+    size_t used = 0;
+    if (t == "integer" || t == "short" || t == "byte") {
+      int32_t v = static_cast<int32_t>(std::stol(text, &used));
+      if (used != text.size()) return fail("an integer");
+      return fixed(v);
+    }
+    if (t == "long") {
+      int64_t v = std::stoll(text, &used);
+      if (used != text.size()) return fail("an integer");
+      return fixed(v);
+    }
+    if (t == "float") return fixed(std::stof(text));
+    if (t == "double") return fixed(std::stod(text));
+    if (t == "date" || t == "timestamp" || t == "timestamp_ntz") {
+      parquet::Literal literal = parquet::CoerceLiteral(field, parquet::Literal::String(text));
+      if (t == "date") return fixed(static_cast<int32_t>(literal.int_value));
+      return fixed(literal.int_value);
+    }
+    if (field.logical.kind == parquet::LogicalType::Kind::kDecimal) {
+      // Unscaled big-endian two's complement in 16 bytes.
+      std::string digits;
+      bool negative = !text.empty() && text[0] == '-';
+      size_t point = text.find('.');
+      int fraction = 0;
+      for (size_t i = negative ? 1 : 0; i < text.size(); ++i) {
+        if (i == point) continue;
+        if (!std::isdigit(static_cast<unsigned char>(text[i]))) return fail("a decimal");
+        digits.push_back(text[i]);
+        if (point != std::string::npos && i > point) ++fraction;
+      }
+      if (fraction > field.logical.scale) return fail("a decimal of this scale");
+      digits.append(static_cast<size_t>(field.logical.scale - fraction), '0');
+      __int128 value = 0;
+      for (char d : digits) value = value * 10 + (d - '0');
+      if (negative) value = -value;
+      std::string out(16, '\0');
+      for (int i = 15; i >= 0; --i, value >>= 8) out[static_cast<size_t>(i)] = static_cast<char>(value & 0xff);
+      return out;
+    }
+  } catch (const std::logic_error&) {  // std::stol and friends
+    return fail("a number of its type");
+  }
+  throw UnsupportedError("partition column '" + delta.name + "' has type '" + t + "'");
+}
+
+ColumnVector PartitionColumn(const DeltaField& delta, const Field& field, const std::optional<std::string>& value,
+                             int64_t length) {
+  // An absent value, or the empty string, is null (PROTOCOL.md, partition value serialization).
+  if (!value || value->empty()) return NullColumn(field, length);
+  std::string bytes = PartitionBytes(delta, field, *value);
+  ColumnVector c;
+  c.field = &field;
+  c.length = length;
+  if (field.physical == parquet::PhysicalType::kByteArray) {
+    for (int64_t i = 0; i < length; ++i) AppendBytes(c.data, bytes.data(), bytes.size());
+    c.offsets.resize(static_cast<size_t>(length) + 1);
+    for (int64_t i = 0; i <= length; ++i) c.offsets[i] = i * static_cast<int64_t>(bytes.size());
+  } else {
+    for (int64_t i = 0; i < length; ++i) AppendBytes(c.data, bytes.data(), bytes.size());
+  }
+  return c;
+}
+
+}  // namespace
+
+void ScanSnapshot(const Snapshot& snapshot, const ScanOptions& options,
+                  const std::function<void(const parquet::RecordBatch&)>& on_batch) {
+  // The columns to produce, in order.
+  std::vector<const DeltaField*> wanted;
+  if (options.columns.empty()) {
+    for (const DeltaField& f : snapshot.schema) wanted.push_back(&f);
+  } else {
+    for (const std::string& name : options.columns) {
+      const DeltaField* found = nullptr;
+      for (const DeltaField& f : snapshot.schema) {
+        if (f.name == name) found = &f;
+      }
+      if (!found) {
+        std::string available;
+        for (const DeltaField& f : snapshot.schema) available += (available.empty() ? "" : ", ") + f.name;
+        throw NotFoundError("no column '" + name + "' in table '" + snapshot.table_path + "' (columns: " + available + ")");
+      }
+      wanted.push_back(found);
+    }
+  }
+  // A predicate may read columns that are not printed: read those too, then drop them.
+  std::vector<const DeltaField*> read = wanted;
+  if (options.predicate) {
+    for (const std::string& name : options.predicate->Columns()) {
+      bool have = false;
+      for (const DeltaField* f : read) have |= f->name == name;
+      for (const DeltaField& f : snapshot.schema) {
+        if (!have && f.name == name) {
+          read.push_back(&f);
+          have = true;
+        }
+      }
+      if (!have) throw NotFoundError("the predicate reads column '" + name + "', which table '" + snapshot.table_path + "' does not have");
+    }
+  }
+  auto is_partition = [&](const DeltaField& f) {
+    for (const std::string& p : snapshot.metadata.partition_columns) {
+      if (p == f.name) return true;
+    }
+    return false;
+  };
+  for (const AddFile& file : snapshot.files) {
+    std::string path = DataFilePath(snapshot, file);
+    std::string where = "data file '" + path + "' of table version " + std::to_string(snapshot.version);
+    if (file.has_deletion_vector) {
+      throw UnsupportedError(where + " has a deletion vector; shoal does not apply deletion vectors yet");
+    }
+    std::error_code ec;
+    if (!std::filesystem::exists(path, ec)) throw NotFoundError(where + " does not exist");
+    std::unique_ptr<parquet::FileReader> reader;
+    try {
+      reader = parquet::FileReader::Open(path);
+    } catch (const Error& e) {
+      throw WithContext(e, where);
+    }
+    // Output schema of this file: each read column from the file, a partition value, or nulls.
+    std::vector<WriteField> fields;
+    std::vector<int> file_fields;  // file field index per output column, -1 for none
+    for (const DeltaField* f : read) {
+      int index = is_partition(*f) ? -1 : reader->schema().FieldIndex(f->PhysicalName());
+      file_fields.push_back(index);
+      // INT96 timestamps (Spark) become INT64 microseconds, like every other Delta timestamp.
+      bool int96 = index >= 0 && IsTimestamp(*f) &&
+                   reader->schema().fields()[index].physical == parquet::PhysicalType::kInt96;
+      fields.push_back(index >= 0 && !int96 ? Renamed(parquet::WriteFieldOf(reader->schema().fields()[index]), *f)
+                                            : ToWriteField(*f));
+    }
+    auto schema = std::make_shared<const parquet::Schema>(parquet::Schema::FromElements(parquet::ToSchemaElements(fields)));
+    std::vector<int> projection;
+    for (int index : file_fields) {
+      if (index >= 0) projection.push_back(index);
+    }
+    for (int g = 0; g < reader->num_row_groups(); ++g) {
+      parquet::RecordBatch input;
+      try {
+        input = projection.empty() ? parquet::RecordBatch{} : reader->ReadRowGroup(g, projection);
+      } catch (const Error& e) {
+        throw WithContext(e, where);
+      }
+      int64_t rows = reader->metadata().row_groups[g].num_rows;
+      parquet::RecordBatch batch;
+      batch.schema = schema;
+      batch.num_rows = rows;
+      size_t next_input = 0;
+      for (size_t c = 0; c < read.size(); ++c) {
+        const Field& field = schema->fields()[c];
+        batch.field_indices.push_back(static_cast<int>(c));
+        if (file_fields[c] >= 0) {
+          ColumnVector column = std::move(input.columns[next_input++]);
+          if (column.field->physical == parquet::PhysicalType::kInt96 && field.physical == parquet::PhysicalType::kInt64) {
+            ByteBuffer micros(static_cast<size_t>(column.length) * 8);
+            for (int64_t i = 0; i < column.length; ++i) {
+              int64_t v = column.IsValid(i) ? parquet::Int96ToMicros(column.data.data() + 12 * i) : 0;
+              std::memcpy(micros.data() + 8 * i, &v, 8);
+            }
+            column.data = std::move(micros);
+          }
+          Rebind(column, field);
+          batch.columns.push_back(std::move(column));
+        } else if (is_partition(*read[c])) {
+          auto it = file.partition_values.find(read[c]->name);
+          std::optional<std::string> value = it == file.partition_values.end() ? std::nullopt : it->second;
+          batch.columns.push_back(PartitionColumn(*read[c], field, value, rows));
+        } else {
+          batch.columns.push_back(NullColumn(field, rows));
+        }
+      }
+      if (options.predicate) batch = parquet::FilterBatch(batch, options.predicate->Evaluate(batch));
+      // Drop the columns read only for the predicate.
+      batch.columns.resize(wanted.size());
+      batch.field_indices.resize(wanted.size());
+      on_batch(batch);
+    }
+  }
+}
+
+}  // namespace shoal::delta
