@@ -124,4 +124,57 @@ TEST(CliTest, CorruptOrMissingFilesFailWithOneLineAndExitOne) {
   EXPECT_EQ(format.status, 2) << format.err;
 }
 
+class CliTableTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() / ("shoal_cli_table_" + std::to_string(::getpid()));
+    std::filesystem::create_directories(dir_);
+    for (const char* name : {"snapshot-data3", "basic-decimal-table", "no-delta-log-folder"}) {
+      std::string command = std::string("tar --zstd -xf ") + SHOAL_TESTDATA_DIR + "/delta-golden/" + name +
+                            ".tar.zst -C " + dir_.string();
+      ASSERT_EQ(std::system(command.c_str()), 0);
+    }
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  std::string Table(const std::string& name) { return (dir_ / name / "delta").string(); }
+  std::filesystem::path dir_;
+};
+
+TEST_F(CliTableTest, CatReadsTablesWithTimeTravelWhereAndColumns) {
+  Result latest = RunShoal("cat " + Table("snapshot-data3") + " --limit 1");
+  ASSERT_EQ(latest.status, 0) << latest.err;
+  EXPECT_EQ(latest.out, "{\"col1\":0,\"col2\":\"data-2-0\"}\n");
+  Result v0 = RunShoal("cat " + Table("snapshot-data3") + " --version 0 --limit 1");
+  ASSERT_EQ(v0.status, 0) << v0.err;
+  EXPECT_EQ(v0.out, "{\"col1\":0,\"col2\":\"data-0-0\"}\n");
+  Result where = RunShoal("cat " + Table("basic-decimal-table") + " --where \"part > 1000000\" --columns col1,part");
+  ASSERT_EQ(where.status, 0) << where.err;
+  EXPECT_EQ(where.out, "{\"col1\":\"111.11\",\"part\":\"2342222.23454\"}\n");
+  Result both = RunShoal("cat " + Table("snapshot-data3") + " --version 1 --timestamp 2020-01-01");
+  EXPECT_EQ(both.status, 2) << both.err;
+}
+
+TEST_F(CliTableTest, TableInfoAndHistoryPrintJson) {
+  Result info = RunShoal("table info " + Table("basic-decimal-table"));
+  ASSERT_EQ(info.status, 0) << info.err;
+  for (const char* key : {"\"version\": 0", "\"protocol\"", "\"features\"", "\"schema\"",
+                          "\"partition_columns\": [\n    \"part\"", "\"num_files\": 4", "\"num_rows\": 4"}) {
+    EXPECT_NE(info.out.find(key), std::string::npos) << key << " in " << info.out;
+  }
+  Result history = RunShoal("table history " + Table("snapshot-data3"));
+  ASSERT_EQ(history.status, 0) << history.err;
+  EXPECT_EQ(std::count(history.out.begin(), history.out.end(), '\n'), 4);
+  EXPECT_NE(history.out.find("{\"version\":2,\"timestamp\":\"2020-10-26T14:52:50.832000Z\",\"operation\":\"WRITE\""),
+            std::string::npos) << history.out;
+}
+
+TEST_F(CliTableTest, NotATableIsOneLineAndExitOne) {
+  Result r = RunShoal("cat " + Table("no-delta-log-folder"));
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.err.find("is not a Delta table"), std::string::npos) << r.err;
+  Result v = RunShoal("table info " + Table("snapshot-data3") + " --version 42");
+  EXPECT_EQ(v.status, 1);
+  EXPECT_NE(v.err.find("has no version 42 (latest is 3)"), std::string::npos) << v.err;
+}
+
 }  // namespace

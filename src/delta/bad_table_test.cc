@@ -6,6 +6,7 @@
 #include <fstream>
 
 #include "delta/scan.h"
+#include "parquet/predicate.h"
 #include "delta/snapshot.h"
 #include "util/error.h"
 
@@ -105,6 +106,55 @@ TEST_F(BadTableTest, TimeTravelReadsOlderVersions) {
   EXPECT_EQ(LoadSnapshot(table).version, 3);
   EXPECT_NE(rows_v0, 0);
   EXPECT_GT(rows_v3, 0);
+}
+
+}  // namespace
+}  // namespace shoal::delta
+
+namespace shoal::delta {
+namespace {
+
+TEST_F(BadTableTest, StatisticsAndPartitionValuesSkipFiles) {
+  // With its data files deleted, a table can only be scanned where skipping keeps the files shut.
+  std::string table = Unpack("data-skipping-basic-stats-all-types");
+  Snapshot s = LoadSnapshot(table);
+  for (const AddFile& f : s.files) fs::remove(DataFilePath(s, f));
+  auto rows = [&](const std::string& where) {
+    parquet::Predicate p = parquet::Predicate::Parse(where);
+    ScanOptions options;
+    options.predicate = &p;
+    int64_t n = 0;
+    ScanSnapshot(s, options, [&](const parquet::RecordBatch& b) { n += b.num_rows; });
+    return n;
+  };
+  EXPECT_EQ(rows("as_int > 5"), 0);
+  EXPECT_EQ(rows("as_string = 'zzz'"), 0);
+  EXPECT_EQ(rows("as_date < '1999-12-31'"), 0);
+  EXPECT_EQ(rows("as_timestamp < '2000-01-01T07:59:59Z'"), 0);  // stats: 2000-01-01T00:00:00.000-08:00
+  EXPECT_EQ(rows("as_int IS NULL"), 0);
+  EXPECT_NE(ErrorOf([&] { rows("as_int = 0"); }), "");  // may match: the file is opened, and is gone
+  EXPECT_NE(ErrorOf([&] { rows("as_timestamp = '2000-01-01T08:00:00Z'"); }), "");
+}
+
+TEST_F(BadTableTest, PartitionValuesSkipFiles) {
+  std::string table = Unpack("basic-decimal-table");
+  Snapshot s = LoadSnapshot(table);
+  parquet::Predicate p = parquet::Predicate::Parse("part > 1000000");
+  std::vector<std::string> kept;
+  for (const AddFile& f : s.files) {
+    auto it = f.partition_values.find("part");
+    if (it != f.partition_values.end() && it->second && std::stod(*it->second) > 1000000) {
+      kept.push_back(f.path);
+    } else {
+      fs::remove(DataFilePath(s, f));
+    }
+  }
+  ASSERT_EQ(kept.size(), 1u);
+  ScanOptions options;
+  options.predicate = &p;
+  int64_t n = 0;
+  ScanSnapshot(s, options, [&](const parquet::RecordBatch& b) { n += b.num_rows; });
+  EXPECT_EQ(n, 1);
 }
 
 }  // namespace

@@ -1,5 +1,7 @@
 #include "delta/scan.h"
 
+#include <nlohmann/json.hpp>
+
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -165,6 +167,50 @@ ColumnVector PartitionColumn(const DeltaField& delta, const Field& field, const 
   return c;
 }
 
+// What a file's add action says about a column: its partition value, or add.stats.
+std::optional<parquet::ColumnStats> FileStats(const AddFile& file, const DeltaField& delta, const Field& field,
+                                              bool partition, const nlohmann::json& stats) {
+  parquet::ColumnStats out;
+  out.field = &field;
+  if (partition) {
+    auto it = file.partition_values.find(delta.name);
+    if (it == file.partition_values.end() || !it->second || it->second->empty()) {
+      out.null_count = 1;  // every row of the file holds null
+      out.num_values = 1;
+      return out;
+    }
+    std::string bytes = PartitionBytes(delta, field, *it->second);
+    parquet::Literal value = parquet::ValueAsLiteral(field, reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
+    out.min = out.max = value;
+    out.null_count = 0;
+    return out;
+  }
+  if (!stats.is_object()) return std::nullopt;
+  auto literal = [&](const nlohmann::json& v) -> std::optional<parquet::Literal> {
+    if (v.is_number_integer()) return parquet::Literal::Int(v.get<int64_t>());
+    if (v.is_number()) return parquet::Literal::Double(v.get<double>());
+    if (v.is_boolean()) return parquet::Literal::Bool(v.get<bool>());
+    if (v.is_string()) return parquet::CoerceLiteral(field, parquet::Literal::String(v.get<std::string>()));
+    return std::nullopt;
+  };
+  std::string physical = delta.PhysicalName();
+  for (const char* key : {"minValues", "maxValues"}) {
+    auto section = stats.find(key);
+    if (section == stats.end() || !section->is_object() || !section->contains(physical)) continue;
+    try {
+      (std::string(key) == "minValues" ? out.min : out.max) = literal((*section)[physical]);
+    } catch (const Error&) {
+      // A statistic that does not parse only loses the skipping.
+    }
+  }
+  auto nulls = stats.find("nullCount");
+  if (nulls != stats.end() && nulls->is_object() && nulls->contains(physical) && (*nulls)[physical].is_number_integer()) {
+    out.null_count = (*nulls)[physical].get<int64_t>();
+  }
+  if (stats.contains("numRecords") && stats["numRecords"].is_number_integer()) out.num_values = stats["numRecords"].get<int64_t>();
+  return out;
+}
+
 }  // namespace
 
 void ScanSnapshot(const Snapshot& snapshot, const ScanOptions& options,
@@ -208,7 +254,24 @@ void ScanSnapshot(const Snapshot& snapshot, const ScanOptions& options,
     }
     return false;
   };
+  // Table-typed fields, for reading statistics and partition values.
+  std::vector<WriteField> table_fields;
+  for (const DeltaField& f : snapshot.schema) table_fields.push_back(ToWriteField(f));
+  parquet::Schema table_schema = parquet::Schema::FromElements(parquet::ToSchemaElements(table_fields));
   for (const AddFile& file : snapshot.files) {
+    if (options.predicate) {
+      // File skipping: partition values and add.stats (min, max, null count) may rule it out.
+      nlohmann::json stats = file.stats ? nlohmann::json::parse(*file.stats, nullptr, false) : nlohmann::json();
+      bool may_match = options.predicate->MayMatch([&](const std::string& name) -> std::optional<parquet::ColumnStats> {
+        for (size_t i = 0; i < snapshot.schema.size(); ++i) {
+          const DeltaField& delta = snapshot.schema[i];
+          if (delta.name != name || delta.kind != DeltaField::Kind::kPrimitive) continue;
+          return FileStats(file, delta, table_schema.fields()[i], is_partition(delta), stats);
+        }
+        return std::nullopt;
+      });
+      if (!may_match) continue;
+    }
     std::string path = DataFilePath(snapshot, file);
     std::string where = "data file '" + path + "' of table version " + std::to_string(snapshot.version);
     if (file.has_deletion_vector) {

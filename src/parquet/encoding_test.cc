@@ -252,6 +252,17 @@ TEST(PredicateTest, CoercesIsoTextForDateColumns) {
   field.logical.kind = LogicalType::Kind::kDate;
   EXPECT_EQ(CoerceLiteral(field, Literal::String("2024-01-01")).int_value, 19723);
   EXPECT_THROW(CoerceLiteral(field, Literal::String("yesterday")), Error);
+  Field ts;
+  ts.name = "ts";
+  ts.physical = PhysicalType::kInt64;
+  ts.logical.kind = LogicalType::Kind::kTimestamp;
+  ts.logical.unit = TimeUnit::kMillis;
+  // The same instant written three ways; an offset carries across midnight.
+  int64_t utc = CoerceLiteral(ts, Literal::String("2000-01-01T08:00:00Z")).int_value;
+  EXPECT_EQ(utc, 946713600000);
+  EXPECT_EQ(CoerceLiteral(ts, Literal::String("2000-01-01T00:00:00.000-08:00")).int_value, utc);
+  EXPECT_EQ(CoerceLiteral(ts, Literal::String("2000-01-01 09:30:00+01:30")).int_value, utc);
+  EXPECT_EQ(CoerceLiteral(ts, Literal::String("1999-12-31T23:00:00-09:00")).int_value, utc);
 }
 
 }  // namespace

@@ -143,7 +143,7 @@ Literal SlotAsLiteral(const ColumnVector& column, int64_t row) {
 
 namespace {
 
-// Parses "YYYY-MM-DD[(T| )HH:MM[:SS[.fraction]]][Z]" into days and nanoseconds of the day.
+// Parses "YYYY-MM-DD[(T| )HH:MM[:SS[.fraction]]][Z|(+|-)HH:MM]" into UTC days and nanoseconds of the day.
 bool ParseIso(const std::string& s, int64_t* days, int64_t* nanos_of_day, bool date_only_ok) {
   int y, m, d, hh = 0, mm = 0, ss = 0, consumed = 0;
   if (std::sscanf(s.c_str(), "%d-%d-%d%n", &y, &m, &d, &consumed) != 3) return false;
@@ -168,7 +168,15 @@ bool ParseIso(const std::string& s, int64_t* days, int64_t* nanos_of_day, bool d
   } else if (!date_only_ok) {
     return false;
   }
-  if (pos < s.size() && s[pos] == 'Z') ++pos;
+  int64_t offset_seconds = 0;
+  if (pos < s.size() && s[pos] == 'Z') {
+    ++pos;
+  } else if (pos < s.size() && (s[pos] == '+' || s[pos] == '-') && pos > static_cast<size_t>(consumed)) {
+    int oh = 0, om = 0, used = 0;
+    if (std::sscanf(s.c_str() + pos + 1, "%2d:%2d%n", &oh, &om, &used) != 2 || used != 5) return false;
+    offset_seconds = (s[pos] == '+' ? 1 : -1) * (oh * 3600LL + om * 60LL);
+    pos += 6;
+  }
   if (pos != s.size()) return false;
   // Days from civil date (inverse of the formatter's algorithm).
   int64_t yy = y - (m <= 2);
@@ -177,7 +185,12 @@ bool ParseIso(const std::string& s, int64_t* days, int64_t* nanos_of_day, bool d
   unsigned doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
   unsigned doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
   *days = era * 146097 + static_cast<int64_t>(doe) - 719468;
-  *nanos_of_day = ((hh * 60LL + mm) * 60 + ss) * 1000000000LL + fraction_nanos;
+  // An offset east of UTC means the instant is earlier: subtract it, carrying across days.
+  int64_t nanos = ((hh * 60LL + mm) * 60 + ss - offset_seconds) * 1000000000LL + fraction_nanos;
+  constexpr int64_t kDay = 86400LL * 1000000000LL;
+  int64_t carry = nanos >= 0 ? nanos / kDay : -((-nanos + kDay - 1) / kDay);
+  *days += carry;
+  *nanos_of_day = nanos - carry * kDay;
   return true;
 }
 
