@@ -134,6 +134,10 @@ TEST_F(BadTableTest, StatisticsAndPartitionValuesSkipFiles) {
   EXPECT_EQ(rows("as_int IS NULL"), 0);
   EXPECT_NE(ErrorOf([&] { rows("as_int = 0"); }), "");  // may match: the file is opened, and is gone
   EXPECT_NE(ErrorOf([&] { rows("as_timestamp = '2000-01-01T08:00:00Z'"); }), "");
+  // The maximum is truncated to milliseconds, so a later microsecond in the same millisecond may
+  // be in the file: it must be opened.
+  EXPECT_NE(ErrorOf([&] { rows("as_timestamp > '2000-01-01T08:00:00.000500Z'"); }), "");
+  EXPECT_EQ(rows("as_timestamp > '2000-01-01T08:00:00.001Z'"), 0);
 }
 
 TEST_F(BadTableTest, PartitionValuesSkipFiles) {

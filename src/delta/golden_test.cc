@@ -74,14 +74,6 @@ std::vector<std::string> ExpectedRows(const std::string& dir) {
   return rows;
 }
 
-// Features this reader does not implement yet: these tables must fail naming the feature.
-const std::map<std::string, std::string>& KnownUnsupported() {
-  static const std::map<std::string, std::string> kTables = {
-      {"dv-partitioned-with-checkpoint", "deletion vector"},
-  };
-  return kTables;
-}
-
 const std::map<std::string, std::vector<std::string>>& NegativeCases() {
   static const std::map<std::string, std::vector<std::string>> kCases = {
       {"deltalog-invalid-protocol-version", {"requires reader version 99", "at version 0"}},
@@ -103,17 +95,6 @@ TEST_P(GoldenTableTest, ReadsTheExpectedRowsOrFailsClearly) {
       for (const std::string& part : negative->second) {
         EXPECT_NE(std::string(e.what()).find(part), std::string::npos) << e.what();
       }
-    }
-    return;
-  }
-  auto unsupported = KnownUnsupported().find(name);
-  if (unsupported != KnownUnsupported().end()) {
-    try {
-      TableRows(TablePath());
-      FAIL() << name << " reads now: move it to the positive cases";
-    } catch (const Error& e) {
-      EXPECT_EQ(e.code(), ErrorCode::kUnsupported) << e.what();
-      EXPECT_NE(std::string(e.what()).find(unsupported->second), std::string::npos) << e.what();
     }
     return;
   }

@@ -203,6 +203,16 @@ std::optional<parquet::ColumnStats> FileStats(const AddFile& file, const DeltaFi
       // A statistic that does not parse only loses the skipping.
     }
   }
+  // PROTOCOL.md: timestamps are truncated down to milliseconds, and strings cut at a prefix
+  // (32 characters by default). A truncated maximum may lie below the true one: widen it for
+  // timestamps, and drop string maxima long enough to have been cut.
+  if (out.max && IsTimestamp(delta) && out.max->kind == parquet::Literal::Kind::kInt) {
+    out.max->int_value += 999;  // microseconds: the rest of the millisecond
+  }
+  if (out.max && delta.type == "string" && out.max->kind == parquet::Literal::Kind::kString &&
+      out.max->string_value.size() >= 32) {
+    out.max.reset();
+  }
   auto nulls = stats.find("nullCount");
   if (nulls != stats.end() && nulls->is_object() && nulls->contains(physical) && (*nulls)[physical].is_number_integer()) {
     out.null_count = (*nulls)[physical].get<int64_t>();
@@ -274,9 +284,16 @@ void ScanSnapshot(const Snapshot& snapshot, const ScanOptions& options,
     }
     std::string path = DataFilePath(snapshot, file);
     std::string where = "data file '" + path + "' of table version " + std::to_string(snapshot.version);
-    if (file.has_deletion_vector) {
-      throw UnsupportedError(where + " has a deletion vector; shoal does not apply deletion vectors yet");
+    // Rows deleted by the file's deletion vector, sorted; dropped from every row group below.
+    std::vector<uint64_t> deleted;
+    if (file.deletion_vector) {
+      try {
+        deleted = LoadDeletionVector(snapshot.table_path, *file.deletion_vector);
+      } catch (const Error& e) {
+        throw WithContext(e, where);
+      }
     }
+    uint64_t first_row = 0;  // file row index of the row group's first row
     std::error_code ec;
     if (!std::filesystem::exists(path, ec)) throw NotFoundError(where + " does not exist");
     std::unique_ptr<parquet::FileReader> reader;
@@ -337,7 +354,15 @@ void ScanSnapshot(const Snapshot& snapshot, const ScanOptions& options,
           batch.columns.push_back(NullColumn(field, rows));
         }
       }
-      if (options.predicate) batch = parquet::FilterBatch(batch, options.predicate->Evaluate(batch));
+      std::vector<uint8_t> mask;
+      if (options.predicate) mask = options.predicate->Evaluate(batch);
+      auto it = std::lower_bound(deleted.begin(), deleted.end(), first_row);
+      if (it != deleted.end() && *it < first_row + static_cast<uint64_t>(rows)) {
+        if (mask.empty()) mask.assign(static_cast<size_t>(rows), 1);
+        for (; it != deleted.end() && *it < first_row + static_cast<uint64_t>(rows); ++it) mask[*it - first_row] = 0;
+      }
+      first_row += static_cast<uint64_t>(rows);
+      if (!mask.empty()) batch = parquet::FilterBatch(batch, mask);
       // Drop the columns read only for the predicate.
       batch.columns.resize(wanted.size());
       batch.field_indices.resize(wanted.size());

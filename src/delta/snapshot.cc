@@ -196,7 +196,15 @@ class Replayer {
     f.modification_time = NumberOr(body, "modificationTime", 0);
     if (body.contains("stats") && body["stats"].is_string()) f.stats = body["stats"].get<std::string>();
     json dv = body.value("deletionVector", json());
-    f.has_deletion_vector = dv.is_object();
+    if (dv.is_object()) {
+      DeletionVectorDescriptor d;
+      d.storage_type = RequiredString(dv, "storageType", where + ": add.deletionVector");
+      d.path_or_inline = RequiredString(dv, "pathOrInlineDv", where + ": add.deletionVector");
+      if (dv.contains("offset") && dv["offset"].is_number_integer()) d.offset = dv["offset"].get<int64_t>();
+      d.size_in_bytes = NumberOr(dv, "sizeInBytes", 0);
+      d.cardinality = NumberOr(dv, "cardinality", 0);
+      f.deletion_vector = d;
+    }
     f.deletion_vector_id = DeletionVectorId(dv);
     std::string key = Key(f.path, f.deletion_vector_id);
     live_[key] = std::move(f);

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "delta/deletion_vector.h"
 #include "delta/schema.h"
 
 namespace shoal::delta {
@@ -34,7 +35,7 @@ struct AddFile {
   int64_t size = 0;
   int64_t modification_time = 0;
   std::optional<std::string> stats;  // JSON: numRecords, minValues, maxValues, nullCount
-  bool has_deletion_vector = false;
+  std::optional<DeletionVectorDescriptor> deletion_vector;
   std::string deletion_vector_id;  // storageType + pathOrInlineDv + offset: the reconciliation key
 };
 
