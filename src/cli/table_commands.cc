@@ -3,9 +3,11 @@
 #include <nlohmann/json.hpp>
 
 #include <iostream>
+#include <memory>
 
 #include "cli/app.h"
 #include "delta/snapshot.h"
+#include "delta/writer.h"
 #include "parquet/reader.h"
 #include "parquet/value_format.h"
 #include "util/error.h"
@@ -52,6 +54,51 @@ nlohmann::ordered_json Info(const delta::Snapshot& s) {
   return out;
 }
 
+struct AppendArgs {
+  std::string table;
+  std::vector<std::string> files;
+  std::string app_id;
+  int64_t app_version = -1;
+};
+
+void Append(const AppendArgs& args) {
+  // Every input must have the schema of the first; their rows go into one data file.
+  std::vector<std::unique_ptr<parquet::FileReader>> readers;
+  for (const std::string& file : args.files) {
+    readers.push_back(parquet::FileReader::Open(file));
+    std::string first = delta::DeltaSchemaString(readers.front()->schema());
+    std::string this_one = delta::DeltaSchemaString(readers.back()->schema());
+    if (this_one != first) {
+      throw InvalidError("'" + file + "' has schema " + this_one + ", but '" + args.files.front() + "' has " + first);
+    }
+  }
+  size_t reader_index = 0;
+  int group = 0;
+  delta::AppendOptions options;
+  options.app_id = args.app_id;
+  options.app_version = args.app_version;
+  delta::AppendResult result = delta::AppendToTable(
+      args.table, readers.front()->schema(),
+      [&](parquet::RecordBatch* batch) {
+        while (reader_index < readers.size() && group >= readers[reader_index]->num_row_groups()) {
+          ++reader_index;
+          group = 0;
+        }
+        if (reader_index >= readers.size()) return false;
+        *batch = readers[reader_index]->ReadRowGroup(group++);
+        return true;
+      },
+      options);
+  nlohmann::ordered_json out;
+  out["table"] = args.table;
+  out["version"] = result.version;
+  out["created"] = result.created;
+  out["duplicate"] = result.duplicate;
+  out["files_added"] = result.files;
+  out["rows_added"] = result.rows;
+  std::cout << out.dump() << "\n";
+}
+
 }  // namespace
 
 void AddTableCommands(CLI::App& app) {
@@ -67,6 +114,17 @@ void AddTableCommands(CLI::App& app) {
   info->callback([info_path, info_version] {
     std::cout << Info(delta::LoadSnapshot(*info_path, *info_version)).dump(2) << "\n";
   });
+
+  auto append = std::make_shared<AppendArgs>();
+  CLI::App* append_cmd = table->add_subcommand(
+      "append", "Append the rows of Parquet files to a table in one commit, creating the table if it does not exist");
+  append_cmd->add_option("TABLE", append->table, "Delta table directory")->required();
+  append_cmd->add_option("FILES", append->files, "Parquet files with the table's schema")->required();
+  append_cmd->add_option("--app-id", append->app_id, "Exactly-once: the writing application's id (txn appId)");
+  append_cmd->add_option("--app-version", append->app_version,
+                         "Exactly-once: skip the append when this app already committed this version or later")
+      ->needs("--app-id");
+  append_cmd->callback([append] { Append(*append); });
 
   auto history_path = std::make_shared<std::string>();
   CLI::App* history = table->add_subcommand("history", "Print the table's commits as JSON lines, oldest first");

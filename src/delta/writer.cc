@@ -1,0 +1,336 @@
+#include "delta/writer.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <random>
+
+#include "delta/snapshot.h"
+#include "parquet/predicate.h"
+#include "parquet/reader.h"
+#include "parquet/value_format.h"
+#include "util/error.h"
+#include "util/file.h"
+
+namespace shoal::delta {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using parquet::Field;
+using parquet::LogicalType;
+using parquet::PhysicalType;
+
+namespace {
+
+json DeltaType(const Field& f) {
+  using K = LogicalType::Kind;
+  switch (f.kind) {
+    case Field::Kind::kStruct: {
+      json fields = json::array();
+      for (const Field& c : f.children) {
+        fields.push_back({{"name", c.name}, {"type", DeltaType(c)}, {"nullable", c.nullable}, {"metadata", json::object()}});
+      }
+      return {{"type", "struct"}, {"fields", fields}};
+    }
+    case Field::Kind::kList:
+      return {{"type", "array"}, {"elementType", DeltaType(f.children[0])}, {"containsNull", f.children[0].nullable}};
+    case Field::Kind::kMap: {
+      const Field& entries = f.children[0];
+      if (entries.children.size() != 2) throw UnsupportedError("map column '" + f.name + "' has no value field");
+      return {{"type", "map"},
+              {"keyType", DeltaType(entries.children[0])},
+              {"valueType", DeltaType(entries.children[1])},
+              {"valueContainsNull", entries.children[1].nullable}};
+    }
+    case Field::Kind::kPrimitive: break;
+  }
+  const LogicalType& l = f.logical;
+  if (l.kind == K::kDecimal) return "decimal(" + std::to_string(l.precision) + "," + std::to_string(l.scale) + ")";
+  switch (f.physical) {
+    case PhysicalType::kBoolean: return "boolean";
+    case PhysicalType::kInt32:
+      if (l.kind == K::kDate) return "date";
+      if (l.kind == K::kInteger && l.is_signed && l.bit_width == 8) return "byte";
+      if (l.kind == K::kInteger && l.is_signed && l.bit_width == 16) return "short";
+      if (l.kind == K::kInteger && !l.is_signed && l.bit_width < 32) return l.bit_width == 8 ? "short" : "integer";
+      if (l.kind == K::kInteger && !l.is_signed) return "long";
+      if (l.kind == K::kNone || l.kind == K::kInteger) return "integer";
+      break;
+    case PhysicalType::kInt64:
+      if (l.kind == K::kTimestamp && l.unit == parquet::TimeUnit::kMicros) return l.utc_adjusted ? "timestamp" : "timestamp_ntz";
+      if (l.kind == K::kNone || (l.kind == K::kInteger && l.is_signed)) return "long";
+      break;
+    case PhysicalType::kFloat: return "float";
+    case PhysicalType::kDouble: return "double";
+    case PhysicalType::kByteArray:
+      return l.kind == K::kString || l.kind == K::kEnum || l.kind == K::kJson ? "string" : "binary";
+    default: break;
+  }
+  throw UnsupportedError("column '" + f.name + "' is " + std::string(parquet::PhysicalTypeName(f.physical)) +
+                         (l.kind == K::kNone ? "" : " " + parquet::LogicalTypeName(l)) + ", which has no Delta type");
+}
+
+std::string NewUuid() {
+  std::random_device rd;
+  std::mt19937_64 random((static_cast<uint64_t>(rd()) << 32) ^ rd() ^
+                         static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count()));
+  uint64_t a = random(), b = random();
+  a = (a & 0xffffffffffff0fffULL) | 0x0000000000004000ULL;  // version 4
+  b = (b & 0x3fffffffffffffffULL) | 0x8000000000000000ULL;  // variant
+  char text[40];
+  std::snprintf(text, sizeof(text), "%08x-%04x-%04x-%04x-%012llx", static_cast<unsigned>(a >> 32),
+                static_cast<unsigned>((a >> 16) & 0xffff), static_cast<unsigned>(a & 0xffff),
+                static_cast<unsigned>(b >> 48), static_cast<unsigned long long>(b & 0xffffffffffffULL));
+  return text;
+}
+
+int64_t NowMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+// A statistics value as Delta writes it in add.stats.
+json StatJson(const Field& field, const parquet::Literal& v) {
+  using K = LogicalType::Kind;
+  if (field.logical.kind == K::kDate) return parquet::FormatDate(v.int_value);
+  if (field.logical.kind == K::kTimestamp) {
+    // Truncated down to milliseconds, as PROTOCOL.md says.
+    int64_t micros = v.int_value;
+    int64_t ms = micros / 1000 - (micros % 1000 < 0 ? 1 : 0);
+    std::string text = parquet::FormatTimestamp(ms, parquet::TimeUnit::kMillis, false);
+    if (text.find('.') == std::string::npos) text += ".000000";
+    return text.substr(0, text.find('.') + 4) + "Z";
+  }
+  switch (v.kind) {
+    case parquet::Literal::Kind::kInt: return v.int_value;
+    case parquet::Literal::Kind::kDouble: return std::isfinite(v.double_value) ? json(v.double_value) : json();
+    case parquet::Literal::Kind::kBool: return v.bool_value;
+    case parquet::Literal::Kind::kString: return v.string_value;
+    default: return json();
+  }
+}
+
+// add.stats from the row-group statistics of the file just written.
+std::string FileStats(const parquet::FileReader& reader) {
+  json min = json::object(), max = json::object(), nulls = json::object();
+  const parquet::Schema& schema = reader.schema();
+  for (const Field& field : schema.fields()) {
+    if (field.kind != Field::Kind::kPrimitive || field.logical.kind == LogicalType::Kind::kDecimal ||
+        (field.physical == PhysicalType::kByteArray && field.logical.kind != LogicalType::Kind::kString)) {
+      continue;
+    }
+    std::optional<parquet::Literal> lo, hi;
+    int64_t null_count = 0;
+    bool complete = true;
+    for (const parquet::RowGroup& group : reader.metadata().row_groups) {
+      std::optional<parquet::ColumnStats> s = parquet::RowGroupStatistics(schema, group, field.name);
+      if (!s || !s->null_count) {
+        complete = false;
+        break;
+      }
+      null_count += *s->null_count;
+      if (s->min && (!lo || parquet::CompareLiterals(*s->min, *lo).value_or(0) < 0)) lo = s->min;
+      if (s->max && (!hi || parquet::CompareLiterals(*s->max, *hi).value_or(0) > 0)) hi = s->max;
+    }
+    if (!complete) continue;
+    nulls[field.name] = null_count;
+    if (lo) min[field.name] = StatJson(field, *lo);
+    if (hi) max[field.name] = StatJson(field, *hi);
+  }
+  json stats = {{"numRecords", reader.num_rows()}, {"minValues", min}, {"maxValues", max}, {"nullCount", nulls}};
+  return stats.dump();
+}
+
+std::string CommitPath(const std::string& table_path, int64_t version) {
+  char name[32];
+  std::snprintf(name, sizeof(name), "%020lld.json", static_cast<long long>(version));
+  return (fs::path(table_path) / "_delta_log" / name).string();
+}
+
+// Publishes `content` as commit `version`: written to a temporary file, fsynced, then linked
+// to its name, which fails if that commit exists. Returns false on losing that race.
+bool PublishCommit(const std::string& table_path, int64_t version, const std::string& content) {
+  std::string target = CommitPath(table_path, version);
+  std::string temp = (fs::path(table_path) / "_delta_log" / ("." + NewUuid() + ".json.tmp")).string();
+  int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0) throw SystemError("cannot create", temp, errno);
+  size_t done = 0;
+  while (done < content.size()) {
+    ssize_t n = ::write(fd, content.data() + done, content.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      int err = errno;
+      ::close(fd);
+      ::unlink(temp.c_str());
+      throw SystemError("cannot write", temp, err);
+    }
+    done += static_cast<size_t>(n);
+  }
+  bool synced = ::fsync(fd) == 0;
+  ::close(fd);
+  if (!synced) {
+    ::unlink(temp.c_str());
+    throw SystemError("cannot fsync", temp, errno);
+  }
+  int rc = ::link(temp.c_str(), target.c_str());
+  int err = errno;
+  ::unlink(temp.c_str());
+  if (rc == 0) {
+    int dir = ::open((fs::path(table_path) / "_delta_log").c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dir >= 0) {
+      ::fsync(dir);
+      ::close(dir);
+    }
+    return true;
+  }
+  if (err == EEXIST) return false;
+  throw SystemError("cannot publish commit", target, err);
+}
+
+// Does commit `version` (written by another writer) conflict with a blind append?
+void CheckWinner(const std::string& table_path, int64_t version, const std::string& schema_string) {
+  std::vector<uint8_t> bytes = ReadFile(CommitPath(table_path, version));
+  std::string text(bytes.begin(), bytes.end());
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    json action = json::parse(text.substr(start, end - start), nullptr, false);
+    start = end + 1;
+    if (!action.is_object()) continue;
+    if (action.contains("metaData") && action["metaData"].value("schemaString", std::string()) != schema_string) {
+      throw ConflictError("a concurrent commit (version " + std::to_string(version) + ") changed the table's schema");
+    }
+    if (action.contains("protocol") && version > 0) {
+      throw ConflictError("a concurrent commit (version " + std::to_string(version) + ") changed the table's protocol");
+    }
+  }
+}
+
+}  // namespace
+
+std::string DeltaSchemaString(const parquet::Schema& schema) {
+  json fields = json::array();
+  for (const Field& f : schema.fields()) {
+    fields.push_back({{"name", f.name}, {"type", DeltaType(f)}, {"nullable", f.nullable}, {"metadata", json::object()}});
+  }
+  return json{{"type", "struct"}, {"fields", fields}}.dump();
+}
+
+AppendResult AppendToTable(const std::string& table_path, const parquet::Schema& schema,
+                           const std::vector<parquet::RecordBatch>& batches, const AppendOptions& options) {
+  size_t next = 0;
+  return AppendToTable(
+      table_path, schema,
+      [&](parquet::RecordBatch* batch) {
+        if (next >= batches.size()) return false;
+        *batch = batches[next++];
+        return true;
+      },
+      options);
+}
+
+AppendResult AppendToTable(const std::string& table_path, const parquet::Schema& schema, const BatchSource& next,
+                           const AppendOptions& options) {
+  std::string schema_string = DeltaSchemaString(schema);
+  std::error_code ec;
+  fs::create_directories(fs::path(table_path) / "_delta_log", ec);
+  if (ec) throw SystemError("cannot create", (fs::path(table_path) / "_delta_log").string(), ec.value());
+
+  // The data file first: until the commit names it, readers never see it.
+  std::string file_name = "part-00000-" + NewUuid() + "-c000.snappy.parquet";
+  std::string data_path = (fs::path(table_path) / file_name).string();
+  AppendResult result;
+  {
+    parquet::FileWriter writer(data_path, parquet::WriteFieldsOf(schema), options.parquet);
+    parquet::RecordBatch batch;
+    while (next(&batch)) writer.Write(batch);
+    writer.Close();
+    result.rows = writer.rows_written();
+  }
+  try {
+    std::string stats = FileStats(*parquet::FileReader::Open(data_path));
+    json add = {{"add",
+                 {{"path", file_name},
+                  {"partitionValues", json::object()},
+                  {"size", static_cast<int64_t>(fs::file_size(data_path))},
+                  {"modificationTime", NowMs()},
+                  {"dataChange", true},
+                  {"stats", stats}}}};
+    for (int attempt = 0; attempt < options.max_attempts; ++attempt) {
+      // The table's state now: its version, or none.
+      int64_t current = -1;
+      std::optional<Snapshot> snapshot;
+      try {
+        snapshot = LoadSnapshot(table_path);
+        current = snapshot->version;
+      } catch (const Error& e) {
+        if (e.code() != ErrorCode::kNotFound) throw;
+      }
+      if (snapshot) {
+        if (snapshot->metadata.schema_string != schema_string) {
+          throw InvalidError("the data's schema " + schema_string + " differs from the schema of table '" + table_path +
+                             "': " + snapshot->metadata.schema_string);
+        }
+        if (!snapshot->metadata.partition_columns.empty()) {
+          throw UnsupportedError("table '" + table_path + "' is partitioned; shoal does not append to partitioned tables yet");
+        }
+        if (!options.app_id.empty()) {
+          auto it = snapshot->transactions.find(options.app_id);
+          if (it != snapshot->transactions.end() && it->second >= options.app_version) {
+            fs::remove(data_path);
+            result.version = current;
+            result.duplicate = true;
+            result.rows = 0;
+            return result;
+          }
+        }
+      }
+      std::string commit;
+      int64_t now = NowMs();
+      commit += json{{"commitInfo",
+                      {{"timestamp", now},
+                       {"operation", current < 0 ? "CREATE TABLE AS SELECT" : "WRITE"},
+                       {"operationParameters", {{"mode", current < 0 ? "ErrorIfExists" : "Append"}}},
+                       {"isBlindAppend", true},
+                       {"engineInfo", "shoal/0.1.0"}}}}
+                    .dump() +
+                "\n";
+      if (current < 0) {
+        commit += json{{"protocol", {{"minReaderVersion", 1}, {"minWriterVersion", 2}}}}.dump() + "\n";
+        commit += json{{"metaData",
+                        {{"id", NewUuid()},
+                         {"format", {{"provider", "parquet"}, {"options", json::object()}}},
+                         {"schemaString", schema_string},
+                         {"partitionColumns", json::array()},
+                         {"configuration", options.configuration},
+                         {"createdTime", now}}}}
+                      .dump() +
+                  "\n";
+      }
+      if (!options.app_id.empty()) {
+        commit += json{{"txn", {{"appId", options.app_id}, {"version", options.app_version}, {"lastUpdated", now}}}}.dump() + "\n";
+      }
+      commit += add.dump() + "\n";
+      if (PublishCommit(table_path, current + 1, commit)) {
+        result.version = current + 1;
+        result.files = 1;
+        result.created = current < 0;
+        return result;
+      }
+      // Another writer took that version: a blind append may go on unless it changed the table.
+      CheckWinner(table_path, current + 1, schema_string);
+    }
+    throw ConflictError("gave up appending to '" + table_path + "' after " + std::to_string(options.max_attempts) +
+                        " attempts lost to concurrent writers");
+  } catch (...) {
+    fs::remove(data_path, ec);  // nothing refers to it: the table is as it was
+    throw;
+  }
+}
+
+}  // namespace shoal::delta

@@ -1,0 +1,174 @@
+#include "delta/writer.h"
+
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <filesystem>
+#include <set>
+
+#include "delta/scan.h"
+#include "delta/snapshot.h"
+#include "parquet/predicate.h"
+#include "util/error.h"
+
+namespace shoal::delta {
+namespace {
+
+namespace fs = std::filesystem;
+
+// A schema of (id int64, name string) and a batch of ids [first, first + n).
+parquet::Schema IdSchema() {
+  return parquet::Schema::FromElements(parquet::ToSchemaElements(
+      {parquet::WriteField::Primitive("id", parquet::PhysicalType::kInt64, false), parquet::WriteField::String("name")}));
+}
+
+parquet::RecordBatch Ids(int64_t first, int64_t n) {
+  parquet::RecordBatch b;
+  b.num_rows = n;
+  b.columns.resize(2);
+  b.columns[0].length = b.columns[1].length = n;
+  b.columns[0].data.resize(static_cast<size_t>(n) * 8);
+  b.columns[1].offsets.push_back(0);
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t id = first + i;
+    std::memcpy(b.columns[0].data.data() + 8 * i, &id, 8);
+    std::string name = "row-" + std::to_string(id);
+    AppendBytes(b.columns[1].data, name.data(), name.size());
+    b.columns[1].offsets.push_back(static_cast<int64_t>(b.columns[1].data.size()));
+  }
+  return b;
+}
+
+std::multiset<int64_t> TableIds(const std::string& table) {
+  std::multiset<int64_t> ids;
+  ScanSnapshot(LoadSnapshot(table), {}, [&](const parquet::RecordBatch& b) {
+    for (int64_t r = 0; r < b.num_rows; ++r) ids.insert(b.columns[0].Value<int64_t>(r));
+  });
+  return ids;
+}
+
+class DeltaWriterTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("shoal_delta_writer_" + std::to_string(::getpid()));
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  std::string Table() const { return (dir_ / "table").string(); }
+  fs::path dir_;
+};
+
+TEST_F(DeltaWriterTest, CreatesThenAppendsAndReadsBack) {
+  AppendResult first = AppendToTable(Table(), IdSchema(), {Ids(0, 100)});
+  EXPECT_TRUE(first.created);
+  EXPECT_EQ(first.version, 0);
+  AppendResult second = AppendToTable(Table(), IdSchema(), {Ids(100, 50), Ids(150, 50)});
+  EXPECT_FALSE(second.created);
+  EXPECT_EQ(second.version, 1);
+  EXPECT_EQ(second.rows, 100);
+  Snapshot s = LoadSnapshot(Table());
+  EXPECT_EQ(s.protocol.min_reader_version, 1);
+  EXPECT_EQ(s.protocol.min_writer_version, 2);
+  ASSERT_EQ(s.files.size(), 2u);
+  ASSERT_TRUE(s.files[0].stats.has_value());
+  std::multiset<int64_t> ids = TableIds(Table());
+  EXPECT_EQ(ids.size(), 200u);
+  EXPECT_EQ(*ids.begin(), 0);
+  EXPECT_EQ(*ids.rbegin(), 199);
+  // The statistics skip files: ids >= 150 are only in the second file.
+  parquet::Predicate p = parquet::Predicate::Parse("id >= 150");
+  ScanOptions options;
+  options.predicate = &p;
+  int64_t batches = 0;
+  ScanSnapshot(s, options, [&](const parquet::RecordBatch&) { ++batches; });
+  EXPECT_EQ(batches, 1);
+}
+
+TEST_F(DeltaWriterTest, ExactlyOnceWithAppIdAndVersion) {
+  AppendOptions options;
+  options.app_id = "ingest";
+  options.app_version = 7;
+  EXPECT_FALSE(AppendToTable(Table(), IdSchema(), {Ids(0, 10)}, options).duplicate);
+  AppendResult retry = AppendToTable(Table(), IdSchema(), {Ids(0, 10)}, options);
+  EXPECT_TRUE(retry.duplicate);
+  EXPECT_EQ(TableIds(Table()).size(), 10u);
+  // The skipped retry left no data file behind.
+  int64_t parquet_files = 0;
+  for (const auto& entry : fs::directory_iterator(Table())) parquet_files += entry.path().extension() == ".parquet";
+  EXPECT_EQ(parquet_files, 1);
+}
+
+TEST_F(DeltaWriterTest, DataWithAnotherSchemaIsRejectedAndLeavesNothing) {
+  AppendToTable(Table(), IdSchema(), {Ids(0, 10)});
+  parquet::Schema other = parquet::Schema::FromElements(
+      parquet::ToSchemaElements({parquet::WriteField::Primitive("id", parquet::PhysicalType::kInt32, false)}));
+  parquet::RecordBatch batch;
+  batch.num_rows = 1;
+  batch.columns.resize(1);
+  batch.columns[0].length = 1;
+  batch.columns[0].data.resize(4, 0);
+  try {
+    AppendToTable(Table(), other, {batch});
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("differs from the schema of table"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(LoadSnapshot(Table()).version, 0);
+  int64_t parquet_files = 0;
+  for (const auto& entry : fs::directory_iterator(Table())) parquet_files += entry.path().extension() == ".parquet";
+  EXPECT_EQ(parquet_files, 1);
+}
+
+TEST_F(DeltaWriterTest, FourProcessesAppendingConcurrentlyLoseNothing) {
+  constexpr int kProcesses = 4, kAppends = 25, kRows = 10;
+  std::vector<pid_t> children;
+  for (int p = 0; p < kProcesses; ++p) {
+    pid_t pid = ::fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      int status = 0;
+      try {
+        for (int a = 0; a < kAppends; ++a) AppendToTable(Table(), IdSchema(), {Ids((p * kAppends + a) * kRows, kRows)});
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "child %d: %s\n", p, e.what());
+        status = 1;
+      }
+      ::_exit(status);
+    }
+    children.push_back(pid);
+  }
+  for (pid_t pid : children) {
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  }
+  EXPECT_EQ(LoadSnapshot(Table()).version, kProcesses * kAppends - 1);
+  std::multiset<int64_t> ids = TableIds(Table());
+  ASSERT_EQ(ids.size(), static_cast<size_t>(kProcesses * kAppends * kRows));
+  for (int64_t id = 0; id < kProcesses * kAppends * kRows; ++id) EXPECT_EQ(ids.count(id), 1u) << id;
+}
+
+TEST_F(DeltaWriterTest, KillDuringAppendsLeavesAReadableTable) {
+  AppendToTable(Table(), IdSchema(), {Ids(0, 10)});
+  for (int round = 0; round < 3; ++round) {
+    pid_t pid = ::fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      for (int a = 1;; ++a) AppendToTable(Table(), IdSchema(), {Ids(a * 1000 + round * 1000000, 1000)});
+    }
+    ::usleep(30000 + round * 20000);
+    ::kill(pid, SIGKILL);
+    ::waitpid(pid, nullptr, 0);
+    // Every commit is whole: the snapshot loads, every file it names exists, ids are unique.
+    Snapshot s = LoadSnapshot(Table());
+    for (const AddFile& f : s.files) EXPECT_TRUE(fs::exists(DataFilePath(s, f))) << f.path;
+    std::multiset<int64_t> ids = TableIds(Table());
+    EXPECT_EQ(std::set<int64_t>(ids.begin(), ids.end()).size(), ids.size());
+  }
+}
+
+}  // namespace
+}  // namespace shoal::delta
