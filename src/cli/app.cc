@@ -38,6 +38,7 @@ int Run(int argc, char** argv) {
   AddVersionCommand(app);
   AddParquetCommands(app);
   AddTableCommands(app);
+  AddIngestCommands(app);
 
   try {
     app.parse(argc, argv);

@@ -21,5 +21,6 @@ int Run(int argc, char** argv);
 void AddVersionCommand(CLI::App& app);
 void AddParquetCommands(CLI::App& app);
 void AddTableCommands(CLI::App& app);
+void AddIngestCommands(CLI::App& app);
 
 }  // namespace shoal::cli

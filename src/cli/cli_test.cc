@@ -168,6 +168,19 @@ TEST_F(CliTableTest, TableInfoAndHistoryPrintJson) {
             std::string::npos) << history.out;
 }
 
+TEST_F(CliTableTest, IngestFashionMnistCreatesATableOnce) {
+  std::string table = (dir_ / "fmnist-test").string();
+  Result r = RunShoal("ingest fashion-mnist --split test --out " + table + " --rows-per-file 5000");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("\"rows\":10000,\"files\":2"), std::string::npos) << r.out;
+  EXPECT_NE(r.err.find("ingested 10000 / 10000 images"), std::string::npos) << r.err;
+  Result again = RunShoal("ingest fashion-mnist --split test --out " + table);
+  EXPECT_EQ(again.status, 1);
+  EXPECT_NE(again.err.find("already exists"), std::string::npos) << again.err;
+  Result bad = RunShoal("ingest fashion-mnist --split validation --out " + table);
+  EXPECT_EQ(bad.status, 2);
+}
+
 TEST_F(CliTableTest, NotATableIsOneLineAndExitOne) {
   Result r = RunShoal("cat " + Table("no-delta-log-folder"));
   EXPECT_EQ(r.status, 1);

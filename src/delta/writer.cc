@@ -241,26 +241,37 @@ AppendResult AppendToTable(const std::string& table_path, const parquet::Schema&
   fs::create_directories(fs::path(table_path) / "_delta_log", ec);
   if (ec) throw SystemError("cannot create", (fs::path(table_path) / "_delta_log").string(), ec.value());
 
-  // The data file first: until the commit names it, readers never see it.
-  std::string file_name = "part-00000-" + NewUuid() + "-c000.snappy.parquet";
-  std::string data_path = (fs::path(table_path) / file_name).string();
+  // The data files first: until the commit names them, readers never see them.
   AppendResult result;
-  {
-    parquet::FileWriter writer(data_path, parquet::WriteFieldsOf(schema), options.parquet);
-    parquet::RecordBatch batch;
-    while (next(&batch)) writer.Write(batch);
-    writer.Close();
-    result.rows = writer.rows_written();
-  }
+  std::vector<std::string> data_paths;
+  std::vector<json> adds;
+  auto remove_data = [&] {
+    for (const std::string& p : data_paths) fs::remove(p, ec);
+  };
   try {
-    std::string stats = FileStats(*parquet::FileReader::Open(data_path));
-    json add = {{"add",
-                 {{"path", file_name},
-                  {"partitionValues", json::object()},
-                  {"size", static_cast<int64_t>(fs::file_size(data_path))},
-                  {"modificationTime", NowMs()},
-                  {"dataChange", true},
-                  {"stats", stats}}}};
+    parquet::RecordBatch batch;
+    bool more = next(&batch);
+    do {
+      char part[16];
+      std::snprintf(part, sizeof(part), "part-%05zu-", data_paths.size() % 100000);
+      std::string file_name = part + NewUuid() + "-c000.snappy.parquet";
+      std::string data_path = (fs::path(table_path) / file_name).string();
+      data_paths.push_back(data_path);
+      parquet::FileWriter writer(data_path, parquet::WriteFieldsOf(schema), options.parquet);
+      while (more && (options.rows_per_file <= 0 || writer.rows_written() < options.rows_per_file)) {
+        writer.Write(batch);
+        more = next(&batch);
+      }
+      writer.Close();
+      result.rows += writer.rows_written();
+      adds.push_back({{"add",
+                       {{"path", file_name},
+                        {"partitionValues", json::object()},
+                        {"size", static_cast<int64_t>(fs::file_size(data_path))},
+                        {"modificationTime", NowMs()},
+                        {"dataChange", true},
+                        {"stats", FileStats(*parquet::FileReader::Open(data_path))}}}});
+    } while (more);
     for (int attempt = 0; attempt < options.max_attempts; ++attempt) {
       // The table's state now: its version, or none.
       int64_t current = -1;
@@ -282,7 +293,7 @@ AppendResult AppendToTable(const std::string& table_path, const parquet::Schema&
         if (!options.app_id.empty()) {
           auto it = snapshot->transactions.find(options.app_id);
           if (it != snapshot->transactions.end() && it->second >= options.app_version) {
-            fs::remove(data_path);
+            remove_data();
             result.version = current;
             result.duplicate = true;
             result.rows = 0;
@@ -315,10 +326,10 @@ AppendResult AppendToTable(const std::string& table_path, const parquet::Schema&
       if (!options.app_id.empty()) {
         commit += json{{"txn", {{"appId", options.app_id}, {"version", options.app_version}, {"lastUpdated", now}}}}.dump() + "\n";
       }
-      commit += add.dump() + "\n";
+      for (const json& add : adds) commit += add.dump() + "\n";
       if (PublishCommit(table_path, current + 1, commit)) {
         result.version = current + 1;
-        result.files = 1;
+        result.files = static_cast<int64_t>(adds.size());
         result.created = current < 0;
         return result;
       }
@@ -328,7 +339,7 @@ AppendResult AppendToTable(const std::string& table_path, const parquet::Schema&
     throw ConflictError("gave up appending to '" + table_path + "' after " + std::to_string(options.max_attempts) +
                         " attempts lost to concurrent writers");
   } catch (...) {
-    fs::remove(data_path, ec);  // nothing refers to it: the table is as it was
+    remove_data();  // nothing refers to them: the table is as it was
     throw;
   }
 }

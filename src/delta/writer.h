@@ -21,6 +21,8 @@ struct AppendOptions {
   std::string app_id;
   int64_t app_version = -1;
   parquet::WriterOptions parquet;
+  /// Start a new data file once a file holds this many rows (checked between batches); 0: one file.
+  int64_t rows_per_file = 0;
   /// Attempts at publishing the commit when other writers win the race.
   int max_attempts = 1000;
 };
@@ -37,8 +39,8 @@ struct AppendResult {
 /// Throws UnsupportedError for Parquet types Delta has no type for (unsigned 64-bit, ...).
 std::string DeltaSchemaString(const parquet::Schema& schema);
 
-/// Appends `batches` (all of `schema`) to the table at `table_path` as one data file and one
-/// commit, creating the table when it does not exist, which is safe when several processes race
+/// Appends `batches` (all of `schema`) to the table at `table_path` as data files (one, or one
+/// per `rows_per_file` rows) and one commit, creating the table when it does not exist, which is safe when several processes race
 /// to create it. The data file is written first; the commit is published with link(), which
 /// never replaces an existing commit; on losing the race to a blind append, it retries at the
 /// next version. A concurrent change of schema or protocol, or data whose schema differs from

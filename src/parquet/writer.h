@@ -77,7 +77,8 @@ class FileWriter {
   /// Writes the last row group and the footer, then publishes the file (fsync, rename).
   void Close();
 
-  int64_t rows_written() const { return rows_written_; }
+  /// Rows passed to Write so far, including those still buffered for the current row group.
+  int64_t rows_written() const { return rows_written_ + buffered_rows_; }
 
   struct Leaf;  // the buffered levels and values of one leaf column (writer.cc)
 
