@@ -102,7 +102,7 @@ void Append(const AppendArgs& args) {
 }  // namespace
 
 void AddTableCommands(CLI::App& app) {
-  CLI::App* table = app.add_subcommand("table", "Look into Delta tables: info, history");
+  CLI::App* table = app.add_subcommand("table", "Delta tables: info, history, append, vacuum");
   table->require_subcommand(1);
 
   auto info_path = std::make_shared<std::string>();
@@ -125,6 +125,26 @@ void AddTableCommands(CLI::App& app) {
                          "Exactly-once: skip the append when this app already committed this version or later")
       ->needs("--app-id");
   append_cmd->callback([append] { Append(*append); });
+
+  auto vacuum_path = std::make_shared<std::string>();
+  auto retain_hours = std::make_shared<double>(168);
+  auto dry_run = std::make_shared<bool>(false);
+  CLI::App* vacuum = table->add_subcommand(
+      "vacuum", "Delete data files the latest version does not use and that left the table before the retention period");
+  vacuum->add_option("TABLE", *vacuum_path, "Delta table directory")->required();
+  vacuum->add_option("--retain-hours", *retain_hours, "Keep files removed less than this many hours ago (time travel needs them)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  vacuum->add_flag("--dry-run", *dry_run, "List what would be deleted, delete nothing");
+  vacuum->callback([vacuum_path, retain_hours, dry_run] {
+    delta::VacuumResult r = delta::Vacuum(*vacuum_path, *retain_hours, *dry_run);
+    nlohmann::ordered_json out;
+    out["table"] = *vacuum_path;
+    out["dry_run"] = *dry_run;
+    out[*dry_run ? "would_delete" : "deleted"] = r.deleted;
+    out["kept_for_retention"] = r.kept_for_retention;
+    std::cout << out.dump() << "\n";
+  });
 
   auto history_path = std::make_shared<std::string>();
   CLI::App* history = table->add_subcommand("history", "Print the table's commits as JSON lines, oldest first");

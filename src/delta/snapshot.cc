@@ -207,11 +207,13 @@ class Replayer {
     }
     f.deletion_vector_id = DeletionVectorId(dv);
     std::string key = Key(f.path, f.deletion_vector_id);
+    snapshot_->tombstones.erase(f.path);
     live_[key] = std::move(f);
   }
 
   void Remove(const json& body, const std::string& where) {
     std::string path = RequiredString(body, "path", where + ": remove");
+    snapshot_->tombstones[path] = NumberOr(body, "deletionTimestamp", 0);
     live_.erase(Key(path, DeletionVectorId(body.value("deletionVector", json()))));
   }
 

@@ -47,6 +47,7 @@ struct Snapshot {
   std::vector<DeltaField> schema;
   std::vector<AddFile> files;  // sorted by path
   std::map<std::string, int64_t> transactions;  // txn appId -> version
+  std::map<std::string, int64_t> tombstones;    // removed data file path -> deletionTimestamp (ms)
   int64_t checkpoint_version = -1;  // the checkpoint the state started from, -1 for none
 };
 

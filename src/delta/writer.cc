@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <random>
+#include <set>
 
 #include "delta/snapshot.h"
 #include "parquet/predicate.h"
@@ -213,6 +214,59 @@ void CheckWinner(const std::string& table_path, int64_t version, const std::stri
 
 }  // namespace
 
+VacuumResult Vacuum(const std::string& table_path, double retain_hours, bool dry_run) {
+  if (retain_hours < 0) throw InvalidError("retention of " + std::to_string(retain_hours) + " hours is negative");
+  Snapshot snapshot = LoadSnapshot(table_path);
+  std::set<std::string> live;
+  for (const AddFile& f : snapshot.files) {
+    live.insert(fs::weakly_canonical(DataFilePath(snapshot, f)).string());
+  }
+  std::map<std::string, int64_t> removed;  // absolute path -> deletion time
+  for (const auto& [path, when] : snapshot.tombstones) {
+    AddFile f;
+    f.path = path;
+    removed[fs::weakly_canonical(DataFilePath(snapshot, f)).string()] = when;
+  }
+  int64_t boundary = NowMs() - static_cast<int64_t>(retain_hours * 3600.0 * 1000.0);
+  VacuumResult result;
+  fs::path root = fs::weakly_canonical(table_path);
+  for (auto it = fs::recursive_directory_iterator(root); it != fs::recursive_directory_iterator(); ++it) {
+    std::string name = it->path().filename().string();
+    // The log, and hidden or underscore-prefixed entries (Spark's convention), are not data.
+    if (!name.empty() && (name[0] == '_' || name[0] == '.')) {
+      if (it->is_directory()) it.disable_recursion_pending();
+      continue;
+    }
+    if (!it->is_regular_file()) continue;
+    std::string path = it->path().string();
+    if (live.count(path)) continue;
+    // Deletion vector files of live files stay too.
+    if (name.rfind("deletion_vector_", 0) == 0) {
+      bool used = false;
+      for (const AddFile& f : snapshot.files) used |= f.deletion_vector && f.deletion_vector->storage_type != "i";
+      if (used) continue;
+    }
+    auto r = removed.find(path);
+    int64_t left = r != removed.end()
+                       ? r->second
+                       : std::chrono::duration_cast<std::chrono::milliseconds>(
+                             std::chrono::file_clock::to_sys(fs::last_write_time(it->path())).time_since_epoch())
+                             .count();
+    if (left > boundary) {
+      ++result.kept_for_retention;
+      continue;
+    }
+    if (!dry_run) {
+      std::error_code ec;
+      fs::remove(it->path(), ec);
+      if (ec) throw SystemError("cannot delete", path, ec.value());
+    }
+    result.deleted.push_back(fs::relative(it->path(), root).string());
+  }
+  std::sort(result.deleted.begin(), result.deleted.end());
+  return result;
+}
+
 std::string DeltaSchemaString(const parquet::Schema& schema) {
   json fields = json::array();
   for (const Field& f : schema.fields()) {
@@ -303,11 +357,12 @@ AppendResult AppendToTable(const std::string& table_path, const parquet::Schema&
       }
       std::string commit;
       int64_t now = NowMs();
+      bool overwrite = options.overwrite && current >= 0;
       commit += json{{"commitInfo",
                       {{"timestamp", now},
                        {"operation", current < 0 ? "CREATE TABLE AS SELECT" : "WRITE"},
-                       {"operationParameters", {{"mode", current < 0 ? "ErrorIfExists" : "Append"}}},
-                       {"isBlindAppend", true},
+                       {"operationParameters", {{"mode", current < 0 ? "ErrorIfExists" : overwrite ? "Overwrite" : "Append"}}},
+                       {"isBlindAppend", !overwrite},
                        {"engineInfo", "shoal/0.1.0"}}}}
                     .dump() +
                 "\n";
@@ -326,6 +381,25 @@ AppendResult AppendToTable(const std::string& table_path, const parquet::Schema&
       if (!options.app_id.empty()) {
         commit += json{{"txn", {{"appId", options.app_id}, {"version", options.app_version}, {"lastUpdated", now}}}}.dump() + "\n";
       }
+      if (overwrite) {
+        // Remove what this attempt saw; a retry after losing the race re-reads and removes again.
+        for (const AddFile& f : snapshot->files) {
+          json remove = {{"path", f.path},
+                         {"deletionTimestamp", now},
+                         {"dataChange", true},
+                         {"extendedFileMetadata", true},
+                         {"partitionValues", json::object()},
+                         {"size", f.size}};
+          for (const auto& [k, v] : f.partition_values) remove["partitionValues"][k] = v ? json(*v) : json();
+          if (f.deletion_vector) {
+            const DeletionVectorDescriptor& dv = *f.deletion_vector;
+            remove["deletionVector"] = {{"storageType", dv.storage_type}, {"pathOrInlineDv", dv.path_or_inline},
+                                        {"sizeInBytes", dv.size_in_bytes}, {"cardinality", dv.cardinality}};
+            if (dv.offset) remove["deletionVector"]["offset"] = *dv.offset;
+          }
+          commit += json{{"remove", remove}}.dump() + "\n";
+        }
+      }
       for (const json& add : adds) commit += add.dump() + "\n";
       if (PublishCommit(table_path, current + 1, commit)) {
         result.version = current + 1;
@@ -333,7 +407,8 @@ AppendResult AppendToTable(const std::string& table_path, const parquet::Schema&
         result.created = current < 0;
         return result;
       }
-      // Another writer took that version: a blind append may go on unless it changed the table.
+      // Another writer took that version: an append may go on unless it changed the table (an
+      // overwrite recomputes its removes from the new state on the next attempt).
       CheckWinner(table_path, current + 1, schema_string);
     }
     throw ConflictError("gave up appending to '" + table_path + "' after " + std::to_string(options.max_attempts) +

@@ -7,6 +7,7 @@
 #include <map>
 #include <string>
 #include <vector>
+#include <vector>
 
 #include "parquet/batch.h"
 #include "parquet/writer.h"
@@ -21,6 +22,8 @@ struct AppendOptions {
   std::string app_id;
   int64_t app_version = -1;
   parquet::WriterOptions parquet;
+  /// Replace the table's rows: the commit removes every live file and adds the new ones.
+  bool overwrite = false;
   /// Start a new data file once a file holds this many rows (checked between batches); 0: one file.
   int64_t rows_per_file = 0;
   /// Attempts at publishing the commit when other writers win the race.
@@ -34,6 +37,18 @@ struct AppendResult {
   bool created = false;
   bool duplicate = false;  // an earlier commit already carried this app id and version
 };
+
+struct VacuumResult {
+  std::vector<std::string> deleted;  // paths relative to the table
+  int64_t kept_for_retention = 0;    // unreferenced files still inside the retention period
+};
+
+/// Deletes the data files of `table_path` that the latest version does not reference and that
+/// left the table (their remove's deletionTimestamp, or for files never committed their
+/// modification time) more than `retain_hours` ago. Time travel to versions that used them stops
+/// working. The log, hidden files and files of live deletion vectors are never touched. With
+/// dry_run, lists what it would delete.
+VacuumResult Vacuum(const std::string& table_path, double retain_hours = 168, bool dry_run = false);
 
 /// The Delta schemaString of data written with `schema` (top-level fields in order).
 /// Throws UnsupportedError for Parquet types Delta has no type for (unsigned 64-bit, ...).

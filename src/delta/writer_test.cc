@@ -42,9 +42,9 @@ parquet::RecordBatch Ids(int64_t first, int64_t n) {
   return b;
 }
 
-std::multiset<int64_t> TableIds(const std::string& table) {
+std::multiset<int64_t> TableIds(const std::string& table, std::optional<int64_t> version = std::nullopt) {
   std::multiset<int64_t> ids;
-  ScanSnapshot(LoadSnapshot(table), {}, [&](const parquet::RecordBatch& b) {
+  ScanSnapshot(LoadSnapshot(table, version), {}, [&](const parquet::RecordBatch& b) {
     for (int64_t r = 0; r < b.num_rows; ++r) ids.insert(b.columns[0].Value<int64_t>(r));
   });
   return ids;
@@ -85,6 +85,42 @@ TEST_F(DeltaWriterTest, CreatesThenAppendsAndReadsBack) {
   int64_t batches = 0;
   ScanSnapshot(s, options, [&](const parquet::RecordBatch&) { ++batches; });
   EXPECT_EQ(batches, 1);
+}
+
+TEST_F(DeltaWriterTest, OverwriteReplacesTheRowsAndKeepsHistory) {
+  AppendToTable(Table(), IdSchema(), {Ids(0, 100)});
+  AppendToTable(Table(), IdSchema(), {Ids(100, 100)});
+  AppendOptions options;
+  options.overwrite = true;
+  AppendResult r = AppendToTable(Table(), IdSchema(), {Ids(1000, 5)}, options);
+  EXPECT_EQ(r.version, 2);
+  std::multiset<int64_t> ids = TableIds(Table());
+  EXPECT_EQ(ids, (std::multiset<int64_t>{1000, 1001, 1002, 1003, 1004}));
+  Snapshot s = LoadSnapshot(Table());
+  EXPECT_EQ(s.tombstones.size(), 2u);
+  EXPECT_EQ(TableIds(Table()).size(), 5u);
+  int64_t old_rows = 0;  // time travel still sees the old rows
+  ScanSnapshot(LoadSnapshot(Table(), 1), {}, [&](const parquet::RecordBatch& b) { old_rows += b.num_rows; });
+  EXPECT_EQ(old_rows, 200);
+}
+
+TEST_F(DeltaWriterTest, VacuumDeletesOnlyExpiredUnreferencedFiles) {
+  AppendToTable(Table(), IdSchema(), {Ids(0, 10)});
+  AppendOptions overwrite;
+  overwrite.overwrite = true;
+  AppendToTable(Table(), IdSchema(), {Ids(100, 10)}, overwrite);
+  // Inside the retention period, nothing goes.
+  VacuumResult kept = Vacuum(Table(), 1.0);
+  EXPECT_TRUE(kept.deleted.empty());
+  EXPECT_EQ(kept.kept_for_retention, 1);
+  // A dry run lists without deleting; a vacuum with no retention deletes the removed file.
+  EXPECT_EQ(Vacuum(Table(), 0, /*dry_run=*/true).deleted.size(), 1u);
+  EXPECT_EQ(TableIds(Table(), 0).size(), 10u);
+  VacuumResult gone = Vacuum(Table(), 0);
+  ASSERT_EQ(gone.deleted.size(), 1u);
+  EXPECT_EQ(TableIds(Table()).size(), 10u);  // the latest version still reads
+  EXPECT_THROW(TableIds(Table(), 0), Error);  // version 0's file is gone
+  EXPECT_TRUE(fs::exists(fs::path(Table()) / "_delta_log" / "00000000000000000000.json"));
 }
 
 TEST_F(DeltaWriterTest, ExactlyOnceWithAppIdAndVersion) {
