@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "cli/app.h"
+#include "delta/checkpoint.h"
 #include "delta/snapshot.h"
 #include "delta/writer.h"
 #include "parquet/reader.h"
@@ -102,7 +103,7 @@ void Append(const AppendArgs& args) {
 }  // namespace
 
 void AddTableCommands(CLI::App& app) {
-  CLI::App* table = app.add_subcommand("table", "Delta tables: info, history, append, vacuum");
+  CLI::App* table = app.add_subcommand("table", "Delta tables: info, history, append, checkpoint, vacuum");
   table->require_subcommand(1);
 
   auto info_path = std::make_shared<std::string>();
@@ -125,6 +126,19 @@ void AddTableCommands(CLI::App& app) {
                          "Exactly-once: skip the append when this app already committed this version or later")
       ->needs("--app-id");
   append_cmd->callback([append] { Append(*append); });
+
+  auto checkpoint_path = std::make_shared<std::string>();
+  CLI::App* checkpoint = table->add_subcommand("checkpoint", "Write a checkpoint of the latest version, and _last_checkpoint");
+  checkpoint->add_option("TABLE", *checkpoint_path, "Delta table directory")->required();
+  checkpoint->callback([checkpoint_path] {
+    delta::CheckpointResult r = delta::WriteCheckpoint(*checkpoint_path);
+    nlohmann::ordered_json out;
+    out["table"] = *checkpoint_path;
+    out["version"] = r.version;
+    out["actions"] = r.actions;
+    out["path"] = r.path;
+    std::cout << out.dump() << "\n";
+  });
 
   auto vacuum_path = std::make_shared<std::string>();
   auto retain_hours = std::make_shared<double>(168);

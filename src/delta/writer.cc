@@ -11,6 +11,7 @@
 #include <random>
 #include <set>
 
+#include "delta/checkpoint.h"
 #include "delta/snapshot.h"
 #include "parquet/predicate.h"
 #include "parquet/reader.h"
@@ -405,6 +406,14 @@ AppendResult AppendToTable(const std::string& table_path, const parquet::Schema&
         result.version = current + 1;
         result.files = static_cast<int64_t>(adds.size());
         result.created = current < 0;
+        if (options.checkpoint_interval > 0 && result.version > 0 && result.version % options.checkpoint_interval == 0) {
+          try {
+            WriteCheckpoint(table_path, result.version);
+            result.checkpointed = true;
+          } catch (const Error& e) {
+            result.checkpoint_error = e.what();  // readers replay the commits instead
+          }
+        }
         return result;
       }
       // Another writer took that version: an append may go on unless it changed the table (an

@@ -26,6 +26,8 @@ struct AppendOptions {
   bool overwrite = false;
   /// Start a new data file once a file holds this many rows (checked between batches); 0: one file.
   int64_t rows_per_file = 0;
+  /// Write a checkpoint after every commit whose version is a multiple of this (0: never).
+  int64_t checkpoint_interval = 10;
   /// Attempts at publishing the commit when other writers win the race.
   int max_attempts = 1000;
 };
@@ -36,6 +38,8 @@ struct AppendResult {
   int64_t rows = 0;
   bool created = false;
   bool duplicate = false;  // an earlier commit already carried this app id and version
+  bool checkpointed = false;     // the commit's version got a checkpoint (every 10th)
+  std::string checkpoint_error;  // why that checkpoint failed; the commit stands regardless
 };
 
 struct VacuumResult {

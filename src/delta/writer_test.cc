@@ -13,6 +13,7 @@
 #include "delta/snapshot.h"
 #include "parquet/predicate.h"
 #include "util/error.h"
+#include "util/file.h"
 
 namespace shoal::delta {
 namespace {
@@ -121,6 +122,33 @@ TEST_F(DeltaWriterTest, VacuumDeletesOnlyExpiredUnreferencedFiles) {
   EXPECT_EQ(TableIds(Table()).size(), 10u);  // the latest version still reads
   EXPECT_THROW(TableIds(Table(), 0), Error);  // version 0's file is gone
   EXPECT_TRUE(fs::exists(fs::path(Table()) / "_delta_log" / "00000000000000000000.json"));
+}
+
+TEST_F(DeltaWriterTest, CheckpointsEveryTenCommitsAndReadersUseThem) {
+  AppendOptions options;
+  options.app_id = "job";
+  for (int i = 0; i < 25; ++i) {
+    options.app_version = i;
+    AppendResult r = AppendToTable(Table(), IdSchema(), {Ids(i * 10, 10)}, options);
+    EXPECT_EQ(r.checkpointed, i == 10 || i == 20) << i;
+    EXPECT_EQ(r.checkpoint_error, "");
+  }
+  EXPECT_TRUE(fs::exists(fs::path(Table()) / "_delta_log" / "00000000000000000010.checkpoint.parquet"));
+  std::vector<uint8_t> last = ReadFile((fs::path(Table()) / "_delta_log" / "_last_checkpoint").string());
+  EXPECT_EQ(std::string(last.begin(), last.end()), "{\"size\":24,\"version\":20}");
+  Snapshot s = LoadSnapshot(Table());
+  EXPECT_EQ(s.checkpoint_version, 20);
+  EXPECT_EQ(s.transactions.at("job"), 24);
+  // With the commits before the checkpoint gone, the table still reads whole.
+  for (int v = 0; v <= 20; ++v) {
+    char name[32];
+    std::snprintf(name, sizeof(name), "%020d.json", v);
+    fs::remove(fs::path(Table()) / "_delta_log" / name);
+  }
+  std::multiset<int64_t> ids = TableIds(Table());
+  ASSERT_EQ(ids.size(), 250u);
+  for (int64_t id = 0; id < 250; ++id) EXPECT_EQ(ids.count(id), 1u) << id;
+  EXPECT_EQ(LoadSnapshot(Table()).transactions.at("job"), 24);
 }
 
 TEST_F(DeltaWriterTest, ExactlyOnceWithAppIdAndVersion) {
