@@ -60,6 +60,7 @@ struct AppendArgs {
   std::vector<std::string> files;
   std::string app_id;
   int64_t app_version = -1;
+  std::vector<std::string> partition_by;
 };
 
 void Append(const AppendArgs& args) {
@@ -78,6 +79,7 @@ void Append(const AppendArgs& args) {
   delta::AppendOptions options;
   options.app_id = args.app_id;
   options.app_version = args.app_version;
+  options.partition_columns = args.partition_by;
   delta::AppendResult result = delta::AppendToTable(
       args.table, readers.front()->schema(),
       [&](parquet::RecordBatch* batch) {
@@ -125,6 +127,9 @@ void AddTableCommands(CLI::App& app) {
   append_cmd->add_option("--app-version", append->app_version,
                          "Exactly-once: skip the append when this app already committed this version or later")
       ->needs("--app-id");
+  append_cmd->add_option("--partition-by", append->partition_by,
+                         "On creation: partition by these columns, comma-separated (an existing table keeps its own)")
+      ->delimiter(',');
   append_cmd->callback([append] { Append(*append); });
 
   auto checkpoint_path = std::make_shared<std::string>();

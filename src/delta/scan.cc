@@ -59,12 +59,6 @@ WriteField Renamed(WriteField field, const DeltaField& delta) {
   return field;
 }
 
-// Points a column (and its children) at the fields of the output schema.
-void Rebind(ColumnVector& column, const Field& field) {
-  column.field = &field;
-  for (size_t k = 0; k < column.children.size() && k < field.children.size(); ++k) Rebind(column.children[k], field.children[k]);
-}
-
 ColumnVector NullColumn(const Field& field, int64_t length) {
   ColumnVector c;
   c.field = &field;
@@ -344,7 +338,7 @@ void ScanSnapshot(const Snapshot& snapshot, const ScanOptions& options,
             }
             column.data = std::move(micros);
           }
-          Rebind(column, field);
+          parquet::BindField(column, field);
           batch.columns.push_back(std::move(column));
         } else if (is_partition(*read[c])) {
           auto it = file.partition_values.find(read[c]->name);

@@ -8,6 +8,9 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <cstring>
+#include <map>
+#include <memory>
 #include <random>
 #include <set>
 
@@ -26,6 +29,7 @@ using nlohmann::json;
 using parquet::Field;
 using parquet::LogicalType;
 using parquet::PhysicalType;
+using parquet::WriteField;
 
 namespace {
 
@@ -145,6 +149,48 @@ std::string FileStats(const parquet::FileReader& reader) {
   }
   json stats = {{"numRecords", reader.num_rows()}, {"minValues", min}, {"maxValues", max}, {"nullCount", nulls}};
   return stats.dump();
+}
+
+// A partition value as PROTOCOL.md serializes it; nothing for null.
+std::optional<std::string> PartitionValueString(const parquet::ColumnVector& column, int64_t row) {
+  using K = LogicalType::Kind;
+  if (!column.IsValid(row)) return std::nullopt;
+  const Field& f = *column.field;
+  parquet::Literal v = parquet::SlotAsLiteral(column, row);
+  if (f.logical.kind == K::kDate) return parquet::FormatDate(v.int_value);
+  if (f.logical.kind == K::kTimestamp) {
+    std::string text = parquet::FormatTimestamp(v.int_value, f.logical.unit, false);
+    text[10] = ' ';  // "YYYY-MM-DD HH:MM:SS[.ffffff]"
+    return text;
+  }
+  switch (v.kind) {
+    case parquet::Literal::Kind::kInt: return std::to_string(v.int_value);
+    case parquet::Literal::Kind::kBool: return v.bool_value ? "true" : "false";
+    case parquet::Literal::Kind::kString: return v.string_value;
+    case parquet::Literal::Kind::kDouble: {
+      std::string text;
+      parquet::AppendJsonDouble(v.double_value, &text);
+      if (text.front() == '"') text = text.substr(1, text.size() - 2);
+      return text;
+    }
+    default: return std::nullopt;
+  }
+}
+
+// Percent-encodes what a path in the log may not hold as it is (PROTOCOL.md: paths are URIs).
+std::string UriEncodePath(const std::string& path) {
+  static const char* kHex = "0123456789ABCDEF";
+  std::string out;
+  for (unsigned char c : path) {
+    if (std::isalnum(c) || std::strchr("/-_.=~", c)) {
+      out.push_back(static_cast<char>(c));
+    } else {
+      out.push_back('%');
+      out.push_back(kHex[c >> 4]);
+      out.push_back(kHex[c & 15]);
+    }
+  }
+  return out;
 }
 
 std::string CommitPath(const std::string& table_path, int64_t version) {
@@ -296,6 +342,33 @@ AppendResult AppendToTable(const std::string& table_path, const parquet::Schema&
   fs::create_directories(fs::path(table_path) / "_delta_log", ec);
   if (ec) throw SystemError("cannot create", (fs::path(table_path) / "_delta_log").string(), ec.value());
 
+  // Partition columns: the table's when it exists, else the options'.
+  std::vector<std::string> partition_columns = options.partition_columns;
+  try {
+    Snapshot existing = LoadSnapshot(table_path);
+    partition_columns = existing.metadata.partition_columns;
+  } catch (const Error& e) {
+    if (e.code() != ErrorCode::kNotFound) throw;
+  }
+  std::vector<int> partition_fields;  // indices into schema.fields()
+  std::vector<int> data_fields;
+  for (const std::string& name : partition_columns) {
+    int index = schema.FieldIndex(name);
+    if (index < 0) throw InvalidError("partition column '" + name + "' is not a column of the data");
+    if (schema.fields()[index].kind != Field::Kind::kPrimitive) {
+      throw InvalidError("partition column '" + name + "' is not a primitive column");
+    }
+    partition_fields.push_back(index);
+  }
+  for (size_t i = 0; i < schema.fields().size(); ++i) {
+    if (std::find(partition_fields.begin(), partition_fields.end(), static_cast<int>(i)) == partition_fields.end()) {
+      data_fields.push_back(static_cast<int>(i));
+    }
+  }
+  if (data_fields.empty()) throw InvalidError("every column is a partition column: the data files would hold none");
+  std::vector<WriteField> data_write_fields;
+  for (int i : data_fields) data_write_fields.push_back(parquet::WriteFieldOf(schema.fields()[i]));
+
   // The data files first: until the commit names them, readers never see them.
   AppendResult result;
   std::vector<std::string> data_paths;
@@ -303,30 +376,87 @@ AppendResult AppendToTable(const std::string& table_path, const parquet::Schema&
   auto remove_data = [&] {
     for (const std::string& p : data_paths) fs::remove(p, ec);
   };
+  // One open file per partition (one file in all without partitions).
+  struct OpenFile {
+    std::unique_ptr<parquet::FileWriter> writer;
+    std::string relative_path;
+    json partition_values;
+  };
+  std::map<std::string, OpenFile> open_files;
+  auto close_file = [&](OpenFile& f) {
+    f.writer->Close();
+    std::string data_path = (fs::path(table_path) / f.relative_path).string();
+    result.rows += f.writer->rows_written();
+    adds.push_back({{"add",
+                     {{"path", UriEncodePath(f.relative_path)},
+                      {"partitionValues", f.partition_values},
+                      {"size", static_cast<int64_t>(fs::file_size(data_path))},
+                      {"modificationTime", NowMs()},
+                      {"dataChange", true},
+                      {"stats", FileStats(*parquet::FileReader::Open(data_path))}}}});
+    f.writer.reset();
+  };
   try {
     parquet::RecordBatch batch;
-    bool more = next(&batch);
-    do {
-      char part[16];
-      std::snprintf(part, sizeof(part), "part-%05zu-", data_paths.size() % 100000);
-      std::string file_name = part + NewUuid() + "-c000.snappy.parquet";
-      std::string data_path = (fs::path(table_path) / file_name).string();
-      data_paths.push_back(data_path);
-      parquet::FileWriter writer(data_path, parquet::WriteFieldsOf(schema), options.parquet);
-      while (more && (options.rows_per_file <= 0 || writer.rows_written() < options.rows_per_file)) {
-        writer.Write(batch);
-        more = next(&batch);
+    while (next(&batch)) {
+      if (batch.columns.size() != schema.fields().size()) {
+        throw InvalidError("a batch has " + std::to_string(batch.columns.size()) + " columns, the data's schema " +
+                           std::to_string(schema.fields().size()));
       }
-      writer.Close();
-      result.rows += writer.rows_written();
-      adds.push_back({{"add",
-                       {{"path", file_name},
-                        {"partitionValues", json::object()},
-                        {"size", static_cast<int64_t>(fs::file_size(data_path))},
-                        {"modificationTime", NowMs()},
-                        {"dataChange", true},
-                        {"stats", FileStats(*parquet::FileReader::Open(data_path))}}}});
-    } while (more);
+      for (size_t i = 0; i < batch.columns.size(); ++i) parquet::BindField(batch.columns[i], schema.fields()[i]);
+      // Rows by partition: the serialized values of the partition columns.
+      std::map<std::string, std::pair<json, std::vector<uint8_t>>> groups;
+      for (int64_t r = 0; r < batch.num_rows; ++r) {
+        json values = json::object();
+        std::string key;
+        for (size_t p = 0; p < partition_fields.size(); ++p) {
+          std::optional<std::string> v = PartitionValueString(batch.columns[partition_fields[p]], r);
+          values[partition_columns[p]] = v ? json(*v) : json();
+          key += (v ? "=" + *v : "\x01") + '\x00';
+        }
+        auto& group = groups[key];
+        if (group.second.empty()) {
+          group.first = values;
+          group.second.assign(static_cast<size_t>(batch.num_rows), 0);
+        }
+        group.second[r] = 1;
+      }
+      for (auto& [key, group] : groups) {
+        parquet::RecordBatch rows = partition_fields.empty() ? batch : parquet::FilterBatch(batch, group.second);
+        parquet::RecordBatch data;
+        data.num_rows = rows.num_rows;
+        for (int i : data_fields) data.columns.push_back(std::move(rows.columns[i]));
+        OpenFile& f = open_files[key];
+        if (f.writer && options.rows_per_file > 0 && f.writer->rows_written() >= options.rows_per_file) close_file(f);
+        if (!f.writer) {
+          char part[16];
+          std::snprintf(part, sizeof(part), "part-%05zu-", data_paths.size() % 100000);
+          std::string dir;
+          for (size_t p = 0; p < partition_columns.size(); ++p) {
+            const json& v = group.first[partition_columns[p]];
+            dir += partition_columns[p] + "=" + (v.is_null() ? "__HIVE_DEFAULT_PARTITION__" : v.get<std::string>()) + "/";
+          }
+          f.relative_path = dir + part + NewUuid() + "-c000.snappy.parquet";
+          f.partition_values = group.first;
+          std::string data_path = (fs::path(table_path) / f.relative_path).string();
+          fs::create_directories(fs::path(data_path).parent_path());
+          data_paths.push_back(data_path);
+          f.writer = std::make_unique<parquet::FileWriter>(data_path, data_write_fields, options.parquet);
+        }
+        f.writer->Write(data);
+      }
+    }
+    if (open_files.empty() && partition_fields.empty()) {  // no rows: one empty file keeps the schema
+      OpenFile& f = open_files[""];
+      f.relative_path = "part-00000-" + NewUuid() + "-c000.snappy.parquet";
+      f.partition_values = json::object();
+      std::string data_path = (fs::path(table_path) / f.relative_path).string();
+      data_paths.push_back(data_path);
+      f.writer = std::make_unique<parquet::FileWriter>(data_path, data_write_fields, options.parquet);
+    }
+    for (auto& [key, f] : open_files) {
+      if (f.writer) close_file(f);
+    }
     for (int attempt = 0; attempt < options.max_attempts; ++attempt) {
       // The table's state now: its version, or none.
       int64_t current = -1;
@@ -341,9 +471,6 @@ AppendResult AppendToTable(const std::string& table_path, const parquet::Schema&
         if (snapshot->metadata.schema_string != schema_string) {
           throw InvalidError("the data's schema " + schema_string + " differs from the schema of table '" + table_path +
                              "': " + snapshot->metadata.schema_string);
-        }
-        if (!snapshot->metadata.partition_columns.empty()) {
-          throw UnsupportedError("table '" + table_path + "' is partitioned; shoal does not append to partitioned tables yet");
         }
         if (!options.app_id.empty()) {
           auto it = snapshot->transactions.find(options.app_id);
@@ -373,7 +500,7 @@ AppendResult AppendToTable(const std::string& table_path, const parquet::Schema&
                         {{"id", NewUuid()},
                          {"format", {{"provider", "parquet"}, {"options", json::object()}}},
                          {"schemaString", schema_string},
-                         {"partitionColumns", json::array()},
+                         {"partitionColumns", partition_columns},
                          {"configuration", options.configuration},
                          {"createdTime", now}}}}
                       .dump() +

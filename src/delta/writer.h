@@ -15,6 +15,9 @@
 namespace shoal::delta {
 
 struct AppendOptions {
+  /// Partition columns, on creation (top-level primitive columns). Appends to an existing table
+  /// use its own partition columns.
+  std::vector<std::string> partition_columns;
   /// Table properties, on creation (metaData.configuration).
   std::map<std::string, std::string> configuration;
   /// Exactly-once: with an app id, a version at or below the table's txn version for that app

@@ -7,6 +7,7 @@
 
 #include <cstring>
 #include <filesystem>
+#include <map>
 #include <set>
 
 #include "delta/scan.h"
@@ -149,6 +150,62 @@ TEST_F(DeltaWriterTest, CheckpointsEveryTenCommitsAndReadersUseThem) {
   ASSERT_EQ(ids.size(), 250u);
   for (int64_t id = 0; id < 250; ++id) EXPECT_EQ(ids.count(id), 1u) << id;
   EXPECT_EQ(LoadSnapshot(Table()).transactions.at("job"), 24);
+}
+
+TEST_F(DeltaWriterTest, PartitionedAppendsSplitRowsByPartitionValues) {
+  // (id int64, shard int32 nullable): shard = id % 3, and null for id % 5 == 0.
+  parquet::Schema schema = parquet::Schema::FromElements(parquet::ToSchemaElements(
+      {parquet::WriteField::Primitive("id", parquet::PhysicalType::kInt64, false),
+       parquet::WriteField::Primitive("shard", parquet::PhysicalType::kInt32, true)}));
+  auto batch = [](int64_t first, int64_t n) {
+    parquet::RecordBatch b;
+    b.num_rows = n;
+    b.columns.resize(2);
+    b.columns[0].length = b.columns[1].length = n;
+    for (int64_t i = first; i < first + n; ++i) {
+      AppendBytes(b.columns[0].data, &i, 8);
+      int32_t shard = static_cast<int32_t>(i % 3);
+      AppendBytes(b.columns[1].data, &shard, 4);
+      b.columns[1].validity.push_back(i % 5 != 0);
+    }
+    return b;
+  };
+  AppendOptions options;
+  options.partition_columns = {"shard"};
+  AppendResult first = AppendToTable(Table(), schema, {batch(0, 30)}, options);
+  EXPECT_EQ(first.files, 4);  // shards 0, 1, 2 and null
+  EXPECT_TRUE(fs::exists(fs::path(Table()) / "shard=1"));
+  EXPECT_TRUE(fs::exists(fs::path(Table()) / "shard=__HIVE_DEFAULT_PARTITION__"));
+  AppendResult second = AppendToTable(Table(), schema, {batch(30, 30)});  // the table's partitioning
+  EXPECT_EQ(second.files, 4);
+  Snapshot s = LoadSnapshot(Table());
+  EXPECT_EQ(s.metadata.partition_columns, std::vector<std::string>{"shard"});
+  std::map<int64_t, std::optional<int32_t>> rows;
+  ScanSnapshot(s, {}, [&](const parquet::RecordBatch& b) {
+    for (int64_t r = 0; r < b.num_rows; ++r) {
+      rows[b.columns[0].Value<int64_t>(r)] =
+          b.columns[1].IsValid(r) ? std::optional<int32_t>(b.columns[1].Value<int32_t>(r)) : std::nullopt;
+    }
+  });
+  ASSERT_EQ(rows.size(), 60u);
+  for (const auto& [id, shard] : rows) {
+    if (id % 5 == 0) {
+      EXPECT_FALSE(shard.has_value()) << id;
+    } else {
+      EXPECT_EQ(shard, std::optional<int32_t>(static_cast<int32_t>(id % 3))) << id;
+    }
+  }
+  // Partition values skip files: only the two shard=2 files are read.
+  parquet::Predicate p = parquet::Predicate::Parse("shard = 2");
+  ScanOptions scan;
+  scan.predicate = &p;
+  int64_t batches = 0, matched = 0;
+  ScanSnapshot(s, scan, [&](const parquet::RecordBatch& b) {
+    ++batches;
+    matched += b.num_rows;
+  });
+  EXPECT_EQ(batches, 2);
+  EXPECT_EQ(matched, 16);  // ids with id % 3 == 2 and id % 5 != 0, below 60
 }
 
 TEST_F(DeltaWriterTest, ExactlyOnceWithAppIdAndVersion) {

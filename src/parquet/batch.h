@@ -43,6 +43,15 @@ struct ColumnVector {
   }
 };
 
+/// Points `column` and its children at `field` and its children (for batches built by hand,
+/// whose field pointers are unset, or moved to another schema).
+inline void BindField(ColumnVector& column, const Field& field) {
+  column.field = &field;
+  for (size_t k = 0; k < column.children.size() && k < field.children.size(); ++k) {
+    BindField(column.children[k], field.children[k]);
+  }
+}
+
 /// Rows of some top-level fields of a file (one row group, or a concatenation).
 struct RecordBatch {
   std::shared_ptr<const Schema> schema;
