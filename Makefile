@@ -7,7 +7,7 @@ JOBS ?= $(shell nproc)
 FUZZ_SECONDS ?= 60
 CMAKE_FLAGS ?=
 
-.PHONY: help deps build test run test-asan fuzz-parquet bench-parquet format lint clean
+.PHONY: help deps build test run test-asan fuzz-parquet bench-parquet bench-delta format lint clean
 
 help:
 	@echo "make run        install dependencies, build, and run the main job"
@@ -16,6 +16,7 @@ help:
 	@echo "make test-asan  ASan/UBSan build of the non-torch libraries and their tests ($(ASAN_BUILD)/)"
 	@echo "make fuzz-parquet  run the Parquet fuzzer for FUZZ_SECONDS=$(FUZZ_SECONDS)"
 	@echo "make bench-parquet  Parquet scan against DuckDB, side by side (figures in docs/benchmarks.md)"
+	@echo "make bench-delta    Delta snapshot load times: long logs, checkpoints, many files"
 	@echo "make format | lint  clang-format in place | clang-tidy"
 
 deps:
@@ -50,6 +51,11 @@ bench-parquet: deps
 	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release -DSHOAL_BUILD_BENCHMARKS=ON $(CMAKE_FLAGS)
 	cmake --build $(BUILD) -j $(JOBS) --target shoal_parquet_scan shoal_make_png_table
 	node bench/parquet_scan_compare.mjs $(BUILD) --memory
+
+bench-delta: deps
+	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release -DSHOAL_BUILD_BENCHMARKS=ON $(CMAKE_FLAGS)
+	cmake --build $(BUILD) -j $(JOBS) --target shoal_delta_snapshot
+	mkdir -p $(BUILD)/bench-data && $(BUILD)/bench/shoal_delta_snapshot $(BUILD)/bench-data
 
 format:
 	git ls-files '*.h' '*.cc' | xargs clang-format -i
