@@ -109,6 +109,14 @@ TEST(CliTest, SchemaAndParquetMetaDescribeTheFile) {
   }
 }
 
+TEST(CliTest, ChecksumVerificationCanBeSkipped) {
+  std::string file = TestFile("datapage_v1-corrupt-checksum.parquet");
+  EXPECT_EQ(RunShoal("cat " + file + " --limit 1").status, 1);
+  Result skipped = RunShoal("cat " + file + " --limit 1 --no-verify-checksums");
+  EXPECT_EQ(skipped.status, 0) << skipped.err;
+  EXPECT_EQ(skipped.out, "{\"a\":50462976,\"b\":1734763876}\n");
+}
+
 TEST(CliTest, CorruptOrMissingFilesFailWithOneLineAndExitOne) {
   Result corrupt = RunShoal("cat " + std::string(SHOAL_TESTDATA_DIR) + "/parquet-testing/bad_data/PARQUET-1481.parquet");
   EXPECT_EQ(corrupt.status, 1);

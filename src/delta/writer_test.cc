@@ -13,6 +13,7 @@
 #include "delta/scan.h"
 #include "delta/snapshot.h"
 #include "parquet/predicate.h"
+#include "parquet/testing.h"
 #include "util/error.h"
 #include "util/file.h"
 
@@ -206,6 +207,38 @@ TEST_F(DeltaWriterTest, PartitionedAppendsSplitRowsByPartitionValues) {
   });
   EXPECT_EQ(batches, 2);
   EXPECT_EQ(matched, 16);  // ids with id % 3 == 2 and id % 5 != 0, below 60
+}
+
+TEST_F(DeltaWriterTest, DuckDBReadsTheDataFilesShoalWrites) {
+  AppendOptions options;
+  options.rows_per_file = 500;
+  AppendToTable(Table(), IdSchema(), {Ids(0, 500), Ids(500, 500)}, options);
+  Snapshot s = LoadSnapshot(Table());
+  ASSERT_EQ(s.files.size(), 2u);
+  for (const AddFile& f : s.files) {
+    std::string path = DataFilePath(s, f);
+    parquet::testing::OracleRows duck = parquet::testing::OracleRead(path);
+    EXPECT_EQ(parquet::testing::CompareRows(duck.rows, parquet::testing::ShoalRows(path), {}), "") << path;
+    EXPECT_EQ(duck.rows.size(), 500u);
+  }
+}
+
+TEST_F(DeltaWriterTest, TimeTravelByTimestampUsesCommitTimes) {
+  for (int i = 0; i < 3; ++i) AppendToTable(Table(), IdSchema(), {Ids(i * 10, 10)});
+  // Commit times are the commit files' modification times: set them one hour apart.
+  auto base = std::chrono::file_clock::now() - std::chrono::hours(10);
+  for (int v = 0; v < 3; ++v) {
+    char name[32];
+    std::snprintf(name, sizeof(name), "%020d.json", v);
+    fs::last_write_time(fs::path(Table()) / "_delta_log" / name, base + std::chrono::hours(v));
+  }
+  auto ms = [](auto t) {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::file_clock::to_sys(t).time_since_epoch()).count();
+  };
+  EXPECT_EQ(VersionAtTimestamp(Table(), ms(base + std::chrono::minutes(90))), 1);
+  EXPECT_EQ(VersionAtTimestamp(Table(), ms(base + std::chrono::hours(5))), 2);
+  EXPECT_EQ(VersionAtTimestamp(Table(), ms(base)), 0);
+  EXPECT_THROW(VersionAtTimestamp(Table(), ms(base - std::chrono::minutes(1))), Error);
 }
 
 TEST_F(DeltaWriterTest, ExactlyOnceWithAppIdAndVersion) {
