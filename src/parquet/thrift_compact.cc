@@ -97,11 +97,6 @@ bool CompactReader::ReadBool(uint8_t type) {
   Fail(std::string("expected a field of type bool, found ") + WireTypeName(type));
 }
 
-bool CompactReader::ReadListBool() {
-  uint8_t byte = ReadByte();
-  return byte == kBoolTrue;
-}
-
 int8_t CompactReader::ReadI8(uint8_t type) {
   Expect(type, kByte, "i8");
   return static_cast<int8_t>(ReadByte());

@@ -49,9 +49,8 @@ class CompactReader {
   /// Starts a list field: returns the element count and sets `element_type`. The count is
   /// checked against the remaining bytes (every element takes at least one byte).
   uint32_t ReadListBegin(uint8_t type, uint8_t* element_type);
-  /// Reads one list element of wire type `element_type` as an i32/i64/string/bool.
+  /// Reads one list element of wire type `element_type` as an i32.
   int32_t ReadListI32(uint8_t element_type) { return ReadI32(element_type); }
-  bool ReadListBool();
 
   /// Skips a value of the given wire type, including nested structs, lists and maps.
   void Skip(uint8_t type);
