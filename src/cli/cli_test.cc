@@ -109,6 +109,13 @@ TEST(CliTest, SchemaAndParquetMetaDescribeTheFile) {
   }
 }
 
+TEST(CliTest, WhereOnInt96TimestampsAgreesWithWhatCatPrints) {
+  Result r = RunShoal("cat " + TestFile("int96_from_spark.parquet") + " --where \"a > '2024-06-01'\"");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out,
+            "{\"a\":\"9999-12-31T03:00:00\"}\n{\"a\":\"2024-12-30T23:00:00\"}\n{\"a\":\"290000-12-30T23:00:00\"}\n");
+}
+
 TEST(CliTest, ChecksumVerificationCanBeSkipped) {
   std::string file = TestFile("datapage_v1-corrupt-checksum.parquet");
   EXPECT_EQ(RunShoal("cat " + file + " --limit 1").status, 1);

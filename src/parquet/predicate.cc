@@ -103,7 +103,7 @@ Literal ValueAsLiteral(const Field& f, const uint8_t* bytes, size_t size) {
       }
       return Literal::Int(v);
     }
-    case PhysicalType::kInt96: need(12); return Literal::Int(Int96ToNanos(bytes));
+    case PhysicalType::kInt96: need(12); return Literal::Int(Int96ToMicros(bytes));
     case PhysicalType::kFloat: {
       need(4);
       float v;
@@ -219,7 +219,7 @@ Literal CoerceLiteral(const Field& f, const Literal& value) {
                        " for column '" + f.name + "' (expected YYYY-MM-DD[THH:MM:SS[.fff]])");
   }
   if (is_date) return Literal::Int(days);
-  TimeUnit unit = f.physical == PhysicalType::kInt96 ? TimeUnit::kNanos : f.logical.unit;
+  TimeUnit unit = f.physical == PhysicalType::kInt96 ? TimeUnit::kMicros : f.logical.unit;
   return Literal::Int(days * 86400LL * (1000000000LL / NanosPer(unit)) + nanos / NanosPer(unit));
 }
 

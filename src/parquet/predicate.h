@@ -15,8 +15,8 @@
 
 namespace shoal::parquet {
 
-/// A scalar value. Columns map to literals by their type: integers (and DATE, TIME, TIMESTAMP,
-/// INT96 in their stored unit) as kInt, FLOAT/DOUBLE/DECIMAL/FLOAT16 as kDouble, text and other
+/// A scalar value. Columns map to literals by their type: integers (and DATE, TIME, TIMESTAMP in
+/// their stored unit, INT96 in microseconds) as kInt, FLOAT/DOUBLE/DECIMAL/FLOAT16 as kDouble, text and other
 /// bytes as kString, BOOLEAN as kBool.
 struct Literal {
   enum class Kind { kNull, kBool, kInt, kDouble, kString };

@@ -129,19 +129,6 @@ std::string FormatInt96(const uint8_t* bytes) {
   return out;
 }
 
-int64_t Int96ToNanos(const uint8_t* bytes) {
-  int64_t nanos_of_day;
-  int32_t julian_day;
-  std::memcpy(&nanos_of_day, bytes, 8);
-  std::memcpy(&julian_day, bytes + 8, 4);
-  constexpr int64_t kJulianEpochDay = 2440588;
-  int64_t day_nanos, total;
-  if (__builtin_mul_overflow(static_cast<int64_t>(julian_day) - kJulianEpochDay, 86400000000000LL, &day_nanos) ||
-      __builtin_add_overflow(day_nanos, nanos_of_day, &total)) {
-    return julian_day < kJulianEpochDay ? INT64_MIN : INT64_MAX;
-  }
-  return total;
-}
 
 namespace {
 

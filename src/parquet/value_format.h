@@ -18,10 +18,7 @@ std::string FormatTime(int64_t value, TimeUnit unit);
 /// "YYYY-MM-DDTHH:MM:SS[.ffffff]" for an instant in `unit`s since the epoch, with "Z" when
 /// `utc` is set. The fraction follows FormatTime's rule.
 std::string FormatTimestamp(int64_t value, TimeUnit unit, bool utc);
-/// INT96 (Spark/Impala): nanoseconds of the day, then the Julian day, little-endian. Returns
-/// nanoseconds since the epoch.
-/// Saturates outside the years 1677 to 2262.
-int64_t Int96ToNanos(const uint8_t* bytes);
+/// INT96 (Spark/Impala) holds nanoseconds of the day, then the Julian day, little-endian.
 /// Microseconds since the epoch of an INT96 value, as Spark reads it (wrapping 64-bit).
 int64_t Int96ToMicros(const uint8_t* bytes);
 /// "YYYY-MM-DDTHH:MM:SS[.fraction]" of an INT96 value, exact for any date.
