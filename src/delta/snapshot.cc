@@ -184,10 +184,16 @@ class Replayer {
   std::vector<std::string> TakeSidecars() { return std::move(sidecars_); }
 
   void Finish() {
+    // Sort pointers, then move each file once: sorting the files themselves moves each
+    // O(log n) times, which dominated loading 100,000 files.
+    std::vector<AddFile*> order;
+    order.reserve(live_.size());
+    for (auto& [key, file] : live_) order.push_back(&file);
+    std::sort(order.begin(), order.end(), [](const AddFile* a, const AddFile* b) { return a->path < b->path; });
     snapshot_->files.clear();
-    for (auto& [key, file] : live_) snapshot_->files.push_back(std::move(file));
-    std::sort(snapshot_->files.begin(), snapshot_->files.end(),
-              [](const AddFile& a, const AddFile& b) { return a.path < b.path; });
+    snapshot_->files.reserve(order.size());
+    for (AddFile* file : order) snapshot_->files.push_back(std::move(*file));
+    live_.clear();
   }
 
   bool has_protocol = false, has_metadata = false;
