@@ -1,5 +1,7 @@
 #include "delta/snapshot.h"
 
+#include "delta/log_internal.h"
+
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -259,22 +261,11 @@ class Replayer {
 };
 
 void ApplyJsonFile(const std::string& path, const std::string& what, Replayer& replayer) {
-  std::vector<uint8_t> bytes = ReadFile(path);
-  std::string text(bytes.begin(), bytes.end());
-  size_t start = 0;
-  int line_number = 0;
-  while (start < text.size()) {
-    size_t end = text.find('\n', start);
-    if (end == std::string::npos) end = text.size();
-    ++line_number;
-    std::string line = text.substr(start, end - start);
-    start = end + 1;
-    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+  ForEachJsonLine(path, [&](const json& action, int line_number) {
     std::string where = what + " ('" + path + "' line " + std::to_string(line_number) + ")";
-    json action = json::parse(line, nullptr, false);
     if (action.is_discarded()) throw InvalidError(where + ": not valid JSON");
     replayer.Apply(action, where);
-  }
+  });
 }
 
 // ---- checkpoint columns ----
@@ -437,6 +428,22 @@ int64_t VersionAtTimestamp(const std::string& table_path, int64_t timestamp_ms) 
   return found;
 }
 
+void ForEachJsonLine(const std::string& path, const std::function<void(const json&, int)>& on_line) {
+  std::vector<uint8_t> bytes = ReadFile(path);
+  std::string text(bytes.begin(), bytes.end());
+  size_t start = 0;
+  int line_number = 0;
+  while (start < text.size()) {
+    size_t end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    ++line_number;
+    std::string line = text.substr(start, end - start);
+    start = end + 1;
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    on_line(json::parse(line, nullptr, false), line_number);
+  }
+}
+
 std::vector<CommitInfo> History(const std::string& table_path) {
   LogListing listing = ListLog(table_path);
   std::vector<CommitInfo> out;
@@ -446,21 +453,15 @@ std::vector<CommitInfo> History(const std::string& table_path) {
     info.timestamp_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                             std::chrono::file_clock::to_sys(fs::last_write_time(path)).time_since_epoch())
                             .count();
-    std::vector<uint8_t> bytes = ReadFile(path);
-    std::string text(bytes.begin(), bytes.end());
-    size_t start = 0;
-    while (start < text.size()) {
-      size_t end = text.find('\n', start);
-      if (end == std::string::npos) end = text.size();
-      json line = json::parse(text.substr(start, end - start), nullptr, false);
-      start = end + 1;
-      if (!line.is_object() || !line.contains("commitInfo") || !line["commitInfo"].is_object()) continue;
+    bool seen = false;
+    ForEachJsonLine(path, [&](const json& line, int) {
+      if (seen || !line.is_object() || !line.contains("commitInfo") || !line["commitInfo"].is_object()) return;
       const json& c = line["commitInfo"];
       if (c.contains("timestamp") && c["timestamp"].is_number_integer()) info.timestamp_ms = c["timestamp"].get<int64_t>();
       info.operation = c.value("operation", std::string());
       if (c.contains("operationParameters")) info.operation_parameters_json = c["operationParameters"].dump();
-      break;
-    }
+      seen = true;
+    });
     out.push_back(std::move(info));
   }
   return out;

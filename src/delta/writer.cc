@@ -15,6 +15,7 @@
 #include <set>
 
 #include "delta/checkpoint.h"
+#include "delta/log_internal.h"
 #include "delta/snapshot.h"
 #include "parquet/predicate.h"
 #include "parquet/reader.h"
@@ -241,22 +242,15 @@ bool PublishCommit(const std::string& table_path, int64_t version, const std::st
 
 // Does commit `version` (written by another writer) conflict with a blind append?
 void CheckWinner(const std::string& table_path, int64_t version, const std::string& schema_string) {
-  std::vector<uint8_t> bytes = ReadFile(CommitPath(table_path, version));
-  std::string text(bytes.begin(), bytes.end());
-  size_t start = 0;
-  while (start < text.size()) {
-    size_t end = text.find('\n', start);
-    if (end == std::string::npos) end = text.size();
-    json action = json::parse(text.substr(start, end - start), nullptr, false);
-    start = end + 1;
-    if (!action.is_object()) continue;
+  ForEachJsonLine(CommitPath(table_path, version), [&](const json& action, int) {
+    if (!action.is_object()) return;
     if (action.contains("metaData") && action["metaData"].value("schemaString", std::string()) != schema_string) {
       throw ConflictError("a concurrent commit (version " + std::to_string(version) + ") changed the table's schema");
     }
     if (action.contains("protocol") && version > 0) {
       throw ConflictError("a concurrent commit (version " + std::to_string(version) + ") changed the table's protocol");
     }
-  }
+  });
 }
 
 }  // namespace
