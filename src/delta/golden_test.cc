@@ -11,6 +11,7 @@
 #include "delta/scan.h"
 #include "delta/snapshot.h"
 #include "parquet/reader.h"
+#include "parquet/testing.h"
 #include "parquet/value_format.h"
 #include "util/error.h"
 
@@ -121,13 +122,8 @@ std::vector<std::string> GoldenTables() {
   return names;
 }
 
-INSTANTIATE_TEST_SUITE_P(DeltaGolden, GoldenTableTest, ::testing::ValuesIn(GoldenTables()), [](const auto& info) {
-  std::string n = info.param;
-  for (char& c : n) {
-    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
-  }
-  return n;
-});
+INSTANTIATE_TEST_SUITE_P(DeltaGolden, GoldenTableTest, ::testing::ValuesIn(GoldenTables()),
+                         [](const auto& info) { return parquet::testing::ParamName(info.param); });
 
 }  // namespace
 }  // namespace shoal::delta

@@ -207,17 +207,12 @@ bool PublishCommit(const std::string& table_path, int64_t version, const std::st
   std::string temp = (fs::path(table_path) / "_delta_log" / ("." + NewUuid() + ".json.tmp")).string();
   int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
   if (fd < 0) throw SystemError("cannot create", temp, errno);
-  size_t done = 0;
-  while (done < content.size()) {
-    ssize_t n = ::write(fd, content.data() + done, content.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      int err = errno;
-      ::close(fd);
-      ::unlink(temp.c_str());
-      throw SystemError("cannot write", temp, err);
-    }
-    done += static_cast<size_t>(n);
+  try {
+    WriteAll(fd, content, temp);
+  } catch (...) {
+    ::close(fd);
+    ::unlink(temp.c_str());
+    throw;
   }
   bool synced = ::fsync(fd) == 0;
   ::close(fd);

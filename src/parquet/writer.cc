@@ -16,6 +16,7 @@
 #include "parquet/encoding.h"
 #include "util/crc32.h"
 #include "util/error.h"
+#include "util/file.h"
 
 namespace shoal::parquet {
 
@@ -369,15 +370,7 @@ FileWriter::~FileWriter() {
 }
 
 void FileWriter::WriteBytes(const std::string& bytes) {
-  size_t done = 0;
-  while (done < bytes.size()) {
-    ssize_t n = ::write(fd_, bytes.data() + done, bytes.size() - done);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      throw SystemError("cannot write", temp_path_, errno);
-    }
-    done += static_cast<size_t>(n);
-  }
+  WriteAll(fd_, bytes, temp_path_);
   offset_ += bytes.size();
 }
 

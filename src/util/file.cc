@@ -77,8 +77,6 @@ std::vector<uint8_t> ReadFile(const std::string& path) {
   return file.ReadAt(0, file.size());
 }
 
-namespace {
-
 void WriteAll(int fd, std::string_view data, const std::string& path) {
   size_t done = 0;
   while (done < data.size()) {
@@ -90,6 +88,8 @@ void WriteAll(int fd, std::string_view data, const std::string& path) {
     done += static_cast<size_t>(n);
   }
 }
+
+namespace {
 
 void SyncDirectory(const std::string& dir) {
   int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);

@@ -62,6 +62,10 @@ class RandomAccessFile : public ReadableSource {
 /// Reads a whole file. Throws NotFoundError or IOError.
 std::vector<uint8_t> ReadFile(const std::string& path);
 
+/// Writes all of `data` to the open descriptor `fd`, retrying short writes and EINTR. `path`
+/// names the file in errors. Throws IOError (via SystemError).
+void WriteAll(int fd, std::string_view data, const std::string& path);
+
 /// Writes `data` to `path` atomically: a temporary file beside it, fsync, rename, then fsync of
 /// the directory. Readers see the old content or the new, never a part. Throws IOError.
 void WriteFileAtomically(const std::string& path, std::string_view data);
