@@ -190,7 +190,9 @@ class ChunkDecoder {
     const DataPageHeader& d = *header.data_page_header;
     CheckCount(d.num_values);
     size_t length = static_cast<size_t>(header.uncompressed_page_size);
-    const uint8_t* bytes = Uncompressed(body, size, length);
+    size_t in_place_base = 0;
+    const uint8_t* bytes = DecompressesInPlace(d.encoding) ? DecompressIntoValues(body, size, length, &in_place_base)
+                                                           : Uncompressed(body, size, length);
     size_t pos = 0;
     int64_t n = d.num_values;
     if (column_.max_repetition_level > 0) {
@@ -201,8 +203,36 @@ class ChunkDecoder {
       pos += LevelsV1(d.definition_level_encoding, column_.max_definition_level, bytes + pos,
                       length - pos, n, &out_.definition_levels, "definition");
     }
-    Values(d.encoding, bytes + pos, length - pos, CountNonNull(out_.num_levels, n));
+    if (DecompressesInPlace(d.encoding)) {
+      CompactPlainByteArrays(in_place_base, in_place_base + pos, length - pos, CountNonNull(out_.num_levels, n),
+                             &out_.values);
+    } else {
+      Values(d.encoding, bytes + pos, length - pos, CountNonNull(out_.num_levels, n));
+    }
     out_.num_levels += n;
+  }
+
+  // PLAIN byte arrays of a compressed page are decompressed straight into the output buffer and
+  // moved down over their length prefixes there, rather than copied out of a page buffer: one
+  // pass less over the largest values (images).
+  bool DecompressesInPlace(Encoding encoding) const {
+    return encoding == Encoding::kPlain && column_.physical == PhysicalType::kByteArray &&
+           meta_.codec != Codec::kUncompressed;
+  }
+
+  // Decompresses a page to the end of the output values; returns where it lies, and its offset
+  // in the buffer in `base`.
+  const uint8_t* DecompressIntoValues(const uint8_t* body, size_t size, size_t uncompressed_size, size_t* base) {
+    ByteBuffer& data = out_.values.data;
+    *base = data.size();
+    data.resize(*base + uncompressed_size);
+    try {
+      Decompress(meta_.codec, body, size, data.data() + *base, uncompressed_size);
+    } catch (...) {
+      data.resize(*base);
+      throw;
+    }
+    return data.data() + *base;
   }
 
   void DataPageV2(const PageHeader& header, const uint8_t* body, size_t size) {
@@ -237,6 +267,14 @@ class ChunkDecoder {
       throw InvalidError("data page v2 is smaller uncompressed than its levels");
     }
     // Levels are never compressed; an empty body is not decompressed.
+    if (d.is_compressed && values_size > 0 && DecompressesInPlace(d.encoding)) {
+      size_t base = 0;
+      DecompressIntoValues(values, values_size, static_cast<size_t>(uncompressed_values), &base);
+      CompactPlainByteArrays(base, base, static_cast<size_t>(uncompressed_values), CountNonNull(out_.num_levels, n),
+                             &out_.values);
+      out_.num_levels += n;
+      return;
+    }
     if (d.is_compressed && values_size > 0) {
       values = Uncompressed(values, values_size, static_cast<size_t>(uncompressed_values));
       values_size = static_cast<size_t>(uncompressed_values);

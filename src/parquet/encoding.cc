@@ -225,6 +225,36 @@ void DecodeBitPackedLevels(const uint8_t* data, size_t size, int bit_width, int6
 
 // ---- PLAIN ----
 
+void CompactPlainByteArrays(size_t base, size_t values_pos, size_t size, int64_t n, ValueBuffer* out) {
+  if (n < 0) Corrupt("negative value count");
+  size_t offsets_base = out->offsets.size();
+  out->offsets.resize(offsets_base + static_cast<size_t>(n));
+  int64_t* offsets = out->offsets.data() + offsets_base;
+  uint8_t* buffer = out->data.data();
+  size_t dst = base;
+  size_t pos = values_pos;
+  const size_t end = values_pos + size;
+  for (int64_t i = 0; i < n; ++i) {
+    uint32_t length = 0;
+    if (end - pos >= 4) std::memcpy(&length, buffer + pos, 4);
+    if (end - pos < 4 || length > end - pos - 4) {
+      out->data.resize(dst);
+      out->offsets.resize(offsets_base + static_cast<size_t>(i));
+      Corrupt("PLAIN BYTE_ARRAY value " + std::to_string(i) + " of " + std::to_string(n) +
+              (end - pos < 4 ? std::string(": length prefix runs past the end of the page")
+                             : " declares " + std::to_string(length) + " bytes, but only " +
+                                   std::to_string(end - pos - 4) + " remain"));
+    }
+    pos += 4;
+    std::memmove(buffer + dst, buffer + pos, length);  // dst < pos: the values only move down
+    dst += length;
+    pos += length;
+    offsets[i] = static_cast<int64_t>(dst);
+  }
+  out->data.resize(dst);
+  out->count += n;
+}
+
 size_t DecodePlain(const uint8_t* data, size_t size, int64_t n, ValueBuffer* out) {
   if (n < 0) Corrupt("negative value count");
   switch (out->type) {

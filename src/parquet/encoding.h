@@ -60,6 +60,10 @@ void DecodeBitPackedLevels(const uint8_t* data, size_t size, int bit_width, int6
 
 /// Appends `n` PLAIN-encoded values to `out`; returns the bytes consumed.
 size_t DecodePlain(const uint8_t* data, size_t size, int64_t n, ValueBuffer* out);
+/// PLAIN BYTE_ARRAY values already in place: out->data[values_pos, values_pos + size) holds the
+/// page's values (decompressed there); they are moved down to start at `base` (<= values_pos),
+/// which saves copying them out of a separate page buffer. out->data ends after the last value.
+void CompactPlainByteArrays(size_t base, size_t values_pos, size_t size, int64_t n, ValueBuffer* out);
 
 /// DELTA_BINARY_PACKED for INT32/INT64: appends `n` values; returns the bytes consumed.
 size_t DecodeDeltaBinaryPacked(const uint8_t* data, size_t size, int64_t n, ValueBuffer* out);

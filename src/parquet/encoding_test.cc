@@ -86,6 +86,33 @@ TEST(PlainTest, ByteArrayLengthPastTheEndIsAnErrorWithTheNumbers) {
   }
 }
 
+TEST(PlainTest, InPlaceByteArraysMoveDownOverTheirPrefixesAndCheckLengths) {
+  ValueBuffer out;
+  out.Reset(PhysicalType::kByteArray, 0);
+  out.AppendByteArray(reinterpret_cast<const uint8_t*>("xy"), 2);  // an earlier page's value
+  // Levels (3 bytes, already decoded) then two values, "hello" and "", as decompressed in place.
+  const uint8_t page[] = {9, 9, 9, 5, 0, 0, 0, 'h', 'e', 'l', 'l', 'o', 0, 0, 0, 0};
+  size_t base = out.data.size();
+  out.data.resize(base + sizeof(page));
+  std::memcpy(out.data.data() + base, page, sizeof(page));
+  CompactPlainByteArrays(base, base + 3, sizeof(page) - 3, 2, &out);
+  ASSERT_EQ(out.count, 3);
+  EXPECT_EQ(std::string(out.data.begin(), out.data.end()), "xyhello");
+  EXPECT_EQ(std::vector<int64_t>(out.offsets.begin(), out.offsets.end()), (std::vector<int64_t>{0, 2, 7, 7}));
+
+  const uint8_t bad[] = {3, 0, 0, 0, 'a', 'b', 'c', 9, 0, 0, 0, 'd'};
+  base = out.data.size();
+  out.data.resize(base + sizeof(bad));
+  std::memcpy(out.data.data() + base, bad, sizeof(bad));
+  try {
+    CompactPlainByteArrays(base, base, sizeof(bad), 2, &out);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("value 1 of 2 declares 9 bytes, but only 1 remain"), std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(CompressionTest, Lz4ReadsHadoopFramingAndRawBlocks) {
   std::string text(5000, 'a');
   for (size_t i = 0; i < text.size(); i += 7) text[i] = static_cast<char>('a' + i % 26);

@@ -135,10 +135,6 @@ RecordBatch FileReader::ReadRowGroup(int index, const std::vector<int>& field_in
   std::vector<LeafData> leaves(schema_->columns().size());
   ChunkReadOptions chunk_options;
   chunk_options.verify_checksums = options_.verify_checksums;
-  // The chunk's bytes, in a buffer per thread reused across row groups; not zero-filled, since
-  // every byte is read from the file.
-  thread_local std::unique_ptr<uint8_t[]> bytes;
-  thread_local size_t bytes_capacity = 0;
   for (int field_index : batch.field_indices) {
     const Field& field = schema_->fields().at(field_index);
     for (int c = field.first_column; c < field.first_column + field.num_columns; ++c) {
@@ -164,13 +160,9 @@ RecordBatch FileReader::ReadRowGroup(int index, const std::vector<int>& field_in
                              std::to_string(length) + " bytes lies outside the file (" +
                              std::to_string(file_size) + " bytes)");
         }
-        if (static_cast<size_t>(length) > bytes_capacity) {
-          bytes.reset(new uint8_t[static_cast<size_t>(length)]);
-          bytes_capacity = static_cast<size_t>(length);
-        }
-        file_->ReadAt(static_cast<uint64_t>(start), static_cast<size_t>(length), bytes.get());
-        leaves[c] = DecodeColumnChunk(bytes.get(), static_cast<size_t>(length), meta, column, group.num_rows,
-                                      chunk_options);
+        // Mapped rather than copied when large; released once decoded.
+        ByteView bytes = file_->ViewAt(static_cast<uint64_t>(start), static_cast<size_t>(length));
+        leaves[c] = DecodeColumnChunk(bytes.data(), bytes.size(), meta, column, group.num_rows, chunk_options);
       } catch (const Error& e) {
         throw WithContext(e, "reading '" + path() + "' " + Where(index, c));
       }

@@ -1,6 +1,7 @@
 #include "util/file.h"
 
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -48,6 +49,38 @@ std::vector<uint8_t> ReadableSource::ReadAt(uint64_t offset, size_t length) cons
   std::vector<uint8_t> out(length);
   ReadAt(offset, length, out.data());
   return out;
+}
+
+ByteView ReadableSource::ViewAt(uint64_t offset, size_t length) const {
+  CheckRange(offset, length, size(), path());
+  std::shared_ptr<uint8_t[]> buffer(new uint8_t[length > 0 ? length : 1]);
+  ReadAt(offset, length, buffer.get());
+  const uint8_t* data = buffer.get();
+  return ByteView(data, length, std::move(buffer));
+}
+
+ByteView MemorySource::ViewAt(uint64_t offset, size_t length) const {
+  CheckRange(offset, length, bytes_.size(), name_);
+  return ByteView(reinterpret_cast<const uint8_t*>(bytes_.data()) + offset, length, nullptr);
+}
+
+ByteView RandomAccessFile::ViewAt(uint64_t offset, size_t length) const {
+  if (length < kMapThreshold) return ReadableSource::ViewAt(offset, length);
+  CheckRange(offset, length, size_, path_);
+  // A mapping past the file's current end would fault on access, so check it first.
+  struct stat st {};
+  if (::fstat(fd_, &st) != 0) throw SystemError("cannot stat", path_, errno);
+  if (static_cast<uint64_t>(st.st_size) < offset + length) {
+    throw IOError("'" + path_ + "' is now " + std::to_string(st.st_size) + " bytes, shorter than the " +
+                  std::to_string(size_) + " it had when opened; was it truncated while open?");
+  }
+  static const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
+  uint64_t start = offset / page * page;
+  size_t span = static_cast<size_t>(offset - start) + length;
+  void* mapped = ::mmap(nullptr, span, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd_, static_cast<off_t>(start));
+  if (mapped == MAP_FAILED) return ReadableSource::ViewAt(offset, length);  // e.g. a pipe or /proc file
+  std::shared_ptr<const void> owner(mapped, [span](const void* p) { ::munmap(const_cast<void*>(p), span); });
+  return ByteView(static_cast<const uint8_t*>(mapped) + (offset - start), length, std::move(owner));
 }
 
 void MemorySource::ReadAt(uint64_t offset, size_t length, uint8_t* out) const {

@@ -3,11 +3,28 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
 
 namespace shoal {
+
+/// Bytes of a source, valid while the view (or a copy of it) lives: a mapping of a file, a
+/// pointer into memory, or a buffer they were read into.
+class ByteView {
+ public:
+  ByteView() = default;
+  ByteView(const uint8_t* data, size_t size, std::shared_ptr<const void> owner)
+      : data_(data), size_(size), owner_(std::move(owner)) {}
+  const uint8_t* data() const { return data_; }
+  size_t size() const { return size_; }
+
+ private:
+  const uint8_t* data_ = nullptr;
+  size_t size_ = 0;
+  std::shared_ptr<const void> owner_;
+};
 
 /// Bytes that can be read at any position: a file, or a buffer in memory. Implementations are
 /// thread-safe for ReadAt.
@@ -21,6 +38,9 @@ class ReadableSource {
   /// lies past the end, IOError when the read fails.
   virtual void ReadAt(uint64_t offset, size_t length, uint8_t* out) const = 0;
   std::vector<uint8_t> ReadAt(uint64_t offset, size_t length) const;
+  /// The `length` bytes at `offset`, without a copy where the source allows it. The default
+  /// reads them into a buffer. Throws as ReadAt does.
+  virtual ByteView ViewAt(uint64_t offset, size_t length) const;
 };
 
 /// Bytes in memory, named like a file for messages.
@@ -31,6 +51,8 @@ class MemorySource : public ReadableSource {
   uint64_t size() const override { return bytes_.size(); }
   void ReadAt(uint64_t offset, size_t length, uint8_t* out) const override;
   using ReadableSource::ReadAt;
+  /// Points into the source's own bytes.
+  ByteView ViewAt(uint64_t offset, size_t length) const override;
 
  private:
   std::string name_;
@@ -52,6 +74,12 @@ class RandomAccessFile : public ReadableSource {
   uint64_t size() const override { return size_; }
   void ReadAt(uint64_t offset, size_t length, uint8_t* out) const override;
   using ReadableSource::ReadAt;
+  /// Ranges of at least kMapThreshold bytes are mapped (read-only, pre-faulted) rather than
+  /// copied, and unmapped when the view goes; smaller ones are read. Data files are immutable,
+  /// so a mapping is safe, except that truncating the file while a view of it lives would
+  /// fault the process (SIGBUS); a file found shorter than when opened is an IOError.
+  ByteView ViewAt(uint64_t offset, size_t length) const override;
+  static constexpr size_t kMapThreshold = size_t{1} << 20;
 
  private:
   std::string path_;

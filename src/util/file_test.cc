@@ -49,6 +49,40 @@ TEST_F(FileTest, ReadPastTheEndIsAnInvalidErrorNamingTheFile) {
   }
 }
 
+TEST_F(FileTest, ViewsOfSmallAndMappedRangesHoldTheFileBytes) {
+  std::string path = PathOf("view.bin");
+  std::string content(RandomAccessFile::kMapThreshold * 2 + 12345, '\0');
+  for (size_t i = 0; i < content.size(); ++i) content[i] = static_cast<char>(i * 131 + i / 4099);
+  WriteFileAtomically(path, content);
+  RandomAccessFile file(path);
+  // A small range is read; a large one at an offset that is not page-aligned is mapped.
+  for (auto [offset, length] : {std::pair<size_t, size_t>{7, 100}, {4097, RandomAccessFile::kMapThreshold + 3},
+                                {0, content.size()}}) {
+    ByteView view = file.ViewAt(offset, length);
+    ASSERT_EQ(view.size(), length);
+    EXPECT_EQ(std::string_view(reinterpret_cast<const char*>(view.data()), length), content.substr(offset, length))
+        << "offset " << offset;
+  }
+  EXPECT_THROW(file.ViewAt(content.size() - 10, RandomAccessFile::kMapThreshold), Error);
+  MemorySource memory("mem", "hello world");
+  ByteView view = memory.ViewAt(6, 5);
+  EXPECT_EQ(std::string_view(reinterpret_cast<const char*>(view.data()), view.size()), "world");
+}
+
+TEST_F(FileTest, ViewOfAFileTruncatedSinceOpeningIsAnIOError) {
+  std::string path = PathOf("shrinks.bin");
+  WriteFileAtomically(path, std::string(RandomAccessFile::kMapThreshold * 2, 'x'));
+  RandomAccessFile file(path);
+  std::filesystem::resize_file(path, 100);
+  try {
+    file.ViewAt(0, RandomAccessFile::kMapThreshold * 2);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kIO);
+    EXPECT_NE(std::string(e.what()).find("truncated"), std::string::npos) << e.what();
+  }
+}
+
 TEST_F(FileTest, MissingFileIsNotFound) {
   try {
     RandomAccessFile file(PathOf("missing"));
