@@ -2,21 +2,24 @@
 SHELL := /bin/bash
 BUILD ?= build
 ASAN_BUILD ?= build-asan
+TSAN_BUILD ?= build-tsan
 FUZZ_BUILD ?= build-fuzz
 JOBS ?= $(shell nproc)
 FUZZ_SECONDS ?= 60
 CMAKE_FLAGS ?=
 
-.PHONY: help deps build test run test-asan fuzz-parquet bench-parquet bench-delta format lint clean
+.PHONY: help deps build test run test-asan test-tsan fuzz-parquet bench-parquet bench-delta bench-loader format lint clean
 
 help:
 	@echo "make run        install dependencies, build, and run the main job"
 	@echo "make test       install dependencies, build, and run every test (ctest)"
 	@echo "make build      configure and build Release with Ninja into $(BUILD)/ (CLI: $(BUILD)/shoal)"
 	@echo "make test-asan  ASan/UBSan build of the non-torch libraries and their tests ($(ASAN_BUILD)/)"
+	@echo "make test-tsan  ThreadSanitizer build of the loader and its tests ($(TSAN_BUILD)/)"
 	@echo "make fuzz-parquet  run the Parquet fuzzer for FUZZ_SECONDS=$(FUZZ_SECONDS)"
 	@echo "make bench-parquet  Parquet scan against DuckDB, side by side (figures in docs/benchmarks.md)"
 	@echo "make bench-delta    Delta snapshot load times: long logs, checkpoints, many files"
+	@echo "make bench-loader   the loader against torch DataLoader + PIL, side by side (docs/benchmarks.md)"
 	@echo "make format | lint  clang-format in place | clang-tidy"
 
 deps:
@@ -41,6 +44,11 @@ test-asan: deps
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
 	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --output-on-failure -j $(JOBS)
 
+test-tsan: deps
+	cmake -S . -B $(TSAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSHOAL_SANITIZE_THREAD=ON -DSHOAL_WITH_TORCH=OFF $(CMAKE_FLAGS)
+	cmake --build $(TSAN_BUILD) -j $(JOBS) --target data_tests
+	cd $(TSAN_BUILD) && TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" ./src/data/data_tests --gtest_filter='Loader*:Transform*'
+
 fuzz-parquet:
 	CC=clang CXX=clang++ cmake -S . -B $(FUZZ_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSHOAL_WITH_TORCH=OFF -DSHOAL_BUILD_TESTS=OFF -DSHOAL_BUILD_FUZZERS=ON
 	cmake --build $(FUZZ_BUILD) -j $(JOBS) --target parquet_fuzzer
@@ -51,6 +59,11 @@ bench-parquet: deps
 	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release -DSHOAL_BUILD_BENCHMARKS=ON $(CMAKE_FLAGS)
 	cmake --build $(BUILD) -j $(JOBS) --target shoal_parquet_scan shoal_make_png_table
 	node bench/parquet_scan_compare.mjs $(BUILD) --memory
+
+bench-loader: deps
+	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release -DSHOAL_BUILD_BENCHMARKS=ON $(CMAKE_FLAGS)
+	cmake --build $(BUILD) -j $(JOBS) --target shoal shoal_decode_bound
+	/usr/bin/python3 bench/loader_compare.py $(BUILD)
 
 bench-delta: deps
 	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release -DSHOAL_BUILD_BENCHMARKS=ON $(CMAKE_FLAGS)
@@ -64,4 +77,4 @@ lint: $(BUILD)/build.ninja
 	git ls-files 'src/*.cc' | xargs clang-tidy -p $(BUILD) --quiet
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD) $(FUZZ_BUILD)

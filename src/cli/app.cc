@@ -2,7 +2,13 @@
 
 #include <CLI/CLI.hpp>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <cstdio>
 #include <exception>
+#include <filesystem>
 #include <iostream>
 #include <string>
 
@@ -27,6 +33,49 @@ void PrintUsageError(const CLI::App& app, const CLI::ParseError& e, int argc, ch
 
 }  // namespace
 
+std::string TorchHelperPath() {
+  std::error_code ec;
+  std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (ec) return "";
+  std::filesystem::path helper = self.parent_path() / "shoal-torch";
+  return std::filesystem::exists(helper, ec) ? helper.string() : "";
+}
+
+std::string RunTorchHelper(const std::vector<std::string>& args) {
+  std::string helper = TorchHelperPath();
+  if (helper.empty()) throw NotFoundError("shoal-torch, the helper for LibTorch commands, is not beside shoal");
+  int out[2];
+  if (::pipe(out) != 0) throw SystemError("cannot create a pipe for", helper, errno);
+  pid_t pid = ::fork();
+  if (pid < 0) throw SystemError("cannot start", helper, errno);
+  if (pid == 0) {
+    ::dup2(out[1], 1);
+    ::close(out[0]);
+    ::close(out[1]);
+    std::vector<char*> argv{const_cast<char*>(helper.c_str())};
+    for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    ::execv(helper.c_str(), argv.data());
+    ::_exit(127);
+  }
+  ::close(out[1]);
+  std::string text;
+  std::array<char, 4096> buffer;
+  ssize_t n;
+  while ((n = ::read(out[0], buffer.data(), buffer.size())) > 0 || (n < 0 && errno == EINTR)) {
+    if (n > 0) text.append(buffer.data(), static_cast<size_t>(n));
+  }
+  ::close(out[0]);
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    throw IOError("'" + helper + "' failed (status " + std::to_string(WIFEXITED(status) ? WEXITSTATUS(status) : -1) + ")");
+  }
+  while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
+  return text;
+}
+
 int Run(int argc, char** argv) {
   CLI::App app(kDescription, "shoal");
   app.require_subcommand(1);
@@ -39,6 +88,7 @@ int Run(int argc, char** argv) {
   AddParquetCommands(app);
   AddTableCommands(app);
   AddIngestCommands(app);
+  AddDataCommands(app);
 
   try {
     app.parse(argc, argv);

@@ -4,6 +4,9 @@
 //   2  usage error (unknown command, bad flag, missing argument): message and hint on stderr
 #pragma once
 
+#include <string>
+#include <vector>
+
 namespace CLI {
 class App;
 }
@@ -22,5 +25,13 @@ void AddVersionCommand(CLI::App& app);
 void AddParquetCommands(CLI::App& app);
 void AddTableCommands(CLI::App& app);
 void AddIngestCommands(CLI::App& app);
+void AddDataCommands(CLI::App& app);
+
+/// The `shoal-torch` helper beside this executable (the commands that need LibTorch), or empty
+/// when it was not built.
+std::string TorchHelperPath();
+/// Runs the helper with `args` and returns its standard output, trimmed. Throws shoal::Error
+/// when it cannot run or fails.
+std::string RunTorchHelper(const std::vector<std::string>& args);
 
 }  // namespace shoal::cli

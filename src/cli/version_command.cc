@@ -1,7 +1,7 @@
-// `shoal version`: the versions shoal was built with, and what hardware LibTorch sees.
+// `shoal version`: the versions shoal was built with, and what hardware LibTorch sees. The
+// `shoal` binary does not load LibTorch (it would cost every command ~120 MB of memory and a
+// slower start); the device count comes from the `shoal-torch` helper beside it.
 #include <CLI/CLI.hpp>
-#include <torch/cuda.h>
-#include <torch/version.h>
 
 #include <iostream>
 
@@ -11,11 +11,17 @@
 namespace shoal::cli {
 
 void AddVersionCommand(CLI::App& app) {
-  CLI::App* cmd = app.add_subcommand("version", "Print the shoal and LibTorch versions");
+  CLI::App* cmd = app.add_subcommand("version", "Print the shoal and LibTorch versions, and the CUDA devices LibTorch sees");
   cmd->callback([] {
     std::cout << "shoal " << SHOAL_VERSION << "\n"
-              << "libtorch " << TORCH_VERSION << "\n"
-              << "cuda devices " << torch::cuda::device_count() << "\n";
+              << "libtorch " << SHOAL_LIBTORCH_VERSION << "\n";
+    std::string devices;
+    std::string helper = TorchHelperPath();
+    if (helper.empty()) {
+      std::cout << "cuda devices unknown (shoal-torch is not built)\n";
+    } else {
+      std::cout << "cuda devices " << RunTorchHelper({"devices"}) << "\n";
+    }
   });
 }
 

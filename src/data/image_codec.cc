@@ -26,34 +26,34 @@ void CheckImage(const Image& image) {
 bool IsPng(std::string_view b) { return b.size() >= 8 && std::memcmp(b.data(), "\x89PNG\r\n\x1a\n", 8) == 0; }
 bool IsJpeg(std::string_view b) { return b.size() >= 3 && static_cast<uint8_t>(b[0]) == 0xff && static_cast<uint8_t>(b[1]) == 0xd8; }
 
-Image DecodePng(std::string_view bytes) {
+// `channels` 0 keeps gray as gray and turns anything else into RGB; 1 or 3 asks for that.
+void DecodePng(std::string_view bytes, int channels, Image* image) {
   png_image png;
   std::memset(&png, 0, sizeof(png));
   png.version = PNG_IMAGE_VERSION;
   if (!png_image_begin_read_from_memory(&png, bytes.data(), bytes.size())) {
     throw InvalidError(std::string("corrupt PNG: ") + png.message);
   }
-  Image image;
-  bool gray = (png.format & PNG_FORMAT_FLAG_COLOR) == 0;
+  bool gray = channels == 0 ? (png.format & PNG_FORMAT_FLAG_COLOR) == 0 : channels == 1;
   png.format = gray ? PNG_FORMAT_GRAY : PNG_FORMAT_RGB;
-  image.width = static_cast<int>(png.width);
-  image.height = static_cast<int>(png.height);
-  image.channels = gray ? 1 : 3;
   if (png.width > 65535 || png.height > 65535) {
     png_image_free(&png);
     throw InvalidError("PNG of " + std::to_string(png.width) + "x" + std::to_string(png.height) + " is too large");
   }
-  image.pixels.resize(PNG_IMAGE_SIZE(png));
-  if (!png_image_finish_read(&png, nullptr, image.pixels.data(), 0, nullptr)) {
+  image->width = static_cast<int>(png.width);
+  image->height = static_cast<int>(png.height);
+  image->channels = gray ? 1 : 3;
+  image->pixels.resize(PNG_IMAGE_SIZE(png));
+  if (!png_image_finish_read(&png, nullptr, image->pixels.data(), 0, nullptr)) {
     std::string message = png.message;
     png_image_free(&png);
     throw InvalidError("corrupt PNG: " + message);
   }
-  return image;
 }
 
-Image DecodeJpeg(std::string_view bytes) {
-  std::unique_ptr<void, int (*)(tjhandle)> handle(tjInitDecompress(), tjDestroy);
+void DecodeJpeg(std::string_view bytes, int channels, Image* image) {
+  // One decompressor per thread: creating one costs more than decoding a small image.
+  thread_local std::unique_ptr<void, int (*)(tjhandle)> handle(tjInitDecompress(), tjDestroy);
   if (!handle) throw IOError("cannot start the JPEG decoder");
   int width = 0, height = 0, subsampling = 0, colorspace = 0;
   auto* data = reinterpret_cast<const unsigned char*>(bytes.data());
@@ -63,16 +63,14 @@ Image DecodeJpeg(std::string_view bytes) {
   if (width <= 0 || height <= 0 || width > 65535 || height > 65535) {
     throw InvalidError("JPEG of " + std::to_string(width) + "x" + std::to_string(height) + " is out of range");
   }
-  Image image;
-  image.width = width;
-  image.height = height;
-  image.channels = colorspace == TJCS_GRAY ? 1 : 3;
-  image.pixels.resize(static_cast<size_t>(width) * height * image.channels);
-  if (tjDecompress2(handle.get(), data, bytes.size(), image.pixels.data(), width, 0, height,
-                    image.channels == 1 ? TJPF_GRAY : TJPF_RGB, TJFLAG_ACCURATEDCT) != 0) {
+  image->width = width;
+  image->height = height;
+  image->channels = channels != 0 ? channels : colorspace == TJCS_GRAY ? 1 : 3;
+  image->pixels.resize(static_cast<size_t>(width) * height * image->channels);
+  if (tjDecompress2(handle.get(), data, bytes.size(), image->pixels.data(), width, 0, height,
+                    image->channels == 1 ? TJPF_GRAY : TJPF_RGB, TJFLAG_ACCURATEDCT) != 0) {
     throw InvalidError(std::string("corrupt JPEG: ") + tjGetErrorStr2(handle.get()));
   }
-  return image;
 }
 
 }  // namespace
@@ -117,8 +115,17 @@ std::string EncodeJpeg(const Image& image, int quality) {
 }
 
 Image DecodeImage(std::string_view bytes) {
-  if (IsPng(bytes)) return DecodePng(bytes);
-  if (IsJpeg(bytes)) return DecodeJpeg(bytes);
+  Image image;
+  DecodeImageInto(bytes, 0, &image);
+  return image;
+}
+
+void DecodeImageInto(std::string_view bytes, int channels, Image* image) {
+  if (channels != 0 && channels != 1 && channels != 3) {
+    throw InvalidError("cannot decode to " + std::to_string(channels) + " channels");
+  }
+  if (IsPng(bytes)) return DecodePng(bytes, channels, image);
+  if (IsJpeg(bytes)) return DecodeJpeg(bytes, channels, image);
   throw InvalidError("not a PNG or JPEG image (" + std::to_string(bytes.size()) + " bytes, unknown signature)");
 }
 

@@ -24,6 +24,9 @@ std::string EncodeJpeg(const Image& image, int quality = 95);
 /// Decodes PNG or JPEG (recognised by their signature) to 8-bit gray or RGB: gray stays gray,
 /// anything else becomes RGB (alpha dropped). Throws InvalidError naming the format and why.
 Image DecodeImage(std::string_view bytes);
+/// The same into `image`, reusing its buffer; `channels` 1 or 3 converts to gray or RGB, 0
+/// decides as DecodeImage does.
+void DecodeImageInto(std::string_view bytes, int channels, Image* image);
 
 /// Bilinear resize to width x height (the same channel count).
 Image Resize(const Image& image, int width, int height);

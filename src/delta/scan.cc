@@ -217,6 +217,131 @@ std::optional<parquet::ColumnStats> FileStats(const AddFile& file, const DeltaFi
 
 }  // namespace
 
+const DeltaField& FindColumn(const Snapshot& snapshot, const std::string& name) {
+  for (const DeltaField& f : snapshot.schema) {
+    if (f.name == name) return f;
+  }
+  std::string available;
+  for (const DeltaField& f : snapshot.schema) available += (available.empty() ? "" : ", ") + f.name;
+  throw NotFoundError("no column '" + name + "' in table '" + snapshot.table_path + "' (columns: " + available + ")");
+}
+
+namespace {
+
+bool IsPartition(const Snapshot& snapshot, const DeltaField& f) {
+  for (const std::string& p : snapshot.metadata.partition_columns) {
+    if (p == f.name) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+bool FileMayMatch(const Snapshot& snapshot, const AddFile& file, const parquet::Predicate& predicate) {
+  // Table-typed fields, for reading statistics and partition values.
+  std::vector<WriteField> table_fields;
+  for (const DeltaField& f : snapshot.schema) table_fields.push_back(ToWriteField(f));
+  parquet::Schema table_schema = parquet::Schema::FromElements(parquet::ToSchemaElements(table_fields));
+  nlohmann::json stats = file.stats ? nlohmann::json::parse(*file.stats, nullptr, false) : nlohmann::json();
+  return predicate.MayMatch([&](const std::string& name) -> std::optional<parquet::ColumnStats> {
+    for (size_t i = 0; i < snapshot.schema.size(); ++i) {
+      const DeltaField& delta = snapshot.schema[i];
+      if (delta.name != name || delta.kind != DeltaField::Kind::kPrimitive) continue;
+      return FileStats(file, delta, table_schema.fields()[i], IsPartition(snapshot, delta), stats);
+    }
+    return std::nullopt;
+  });
+}
+
+DataFileReader::DataFileReader(const Snapshot& snapshot, const AddFile& file) : snapshot_(snapshot), file_(file) {
+  std::string path = DataFilePath(snapshot, file);
+  where_ = "data file '" + path + "' of table version " + std::to_string(snapshot.version);
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) throw NotFoundError(where_ + " does not exist");
+  try {
+    // Rows deleted by the file's deletion vector, sorted.
+    if (file.deletion_vector) deleted_ = LoadDeletionVector(snapshot.table_path, *file.deletion_vector);
+    reader_ = parquet::FileReader::Open(path);
+  } catch (const Error& e) {
+    throw WithContext(e, where_);
+  }
+  uint64_t first = 0;
+  for (const parquet::RowGroup& group : reader_->metadata().row_groups) {
+    row_group_first_.push_back(first);
+    first += static_cast<uint64_t>(group.num_rows);
+  }
+}
+
+DataFileReader::~DataFileReader() = default;
+
+int DataFileReader::num_row_groups() const { return reader_->num_row_groups(); }
+
+int64_t DataFileReader::num_rows(int row_group) const { return reader_->metadata().row_groups.at(row_group).num_rows; }
+
+parquet::RecordBatch DataFileReader::ReadRowGroup(int g, const std::vector<const DeltaField*>& read) const {
+  // Output schema: each read column from the file, a partition value, or nulls.
+  std::vector<WriteField> fields;
+  std::vector<int> file_fields;  // file field index per output column, -1 for none
+  for (const DeltaField* f : read) {
+    int index = IsPartition(snapshot_, *f) ? -1 : reader_->schema().FieldIndex(f->PhysicalName());
+    file_fields.push_back(index);
+    // INT96 timestamps (Spark) become INT64 microseconds, like every other Delta timestamp.
+    bool int96 = index >= 0 && IsTimestamp(*f) &&
+                 reader_->schema().fields()[index].physical == parquet::PhysicalType::kInt96;
+    fields.push_back(index >= 0 && !int96 ? Renamed(parquet::WriteFieldOf(reader_->schema().fields()[index]), *f)
+                                          : ToWriteField(*f));
+  }
+  auto schema = std::make_shared<const parquet::Schema>(parquet::Schema::FromElements(parquet::ToSchemaElements(fields)));
+  std::vector<int> projection;
+  for (int index : file_fields) {
+    if (index >= 0) projection.push_back(index);
+  }
+  parquet::RecordBatch input;
+  try {
+    input = projection.empty() ? parquet::RecordBatch{} : reader_->ReadRowGroup(g, projection);
+  } catch (const Error& e) {
+    throw WithContext(e, where_);
+  }
+  int64_t rows = num_rows(g);
+  parquet::RecordBatch batch;
+  batch.schema = schema;
+  batch.num_rows = rows;
+  size_t next_input = 0;
+  for (size_t c = 0; c < read.size(); ++c) {
+    const Field& field = schema->fields()[c];
+    batch.field_indices.push_back(static_cast<int>(c));
+    if (file_fields[c] >= 0) {
+      ColumnVector column = std::move(input.columns[next_input++]);
+      if (column.field->physical == parquet::PhysicalType::kInt96 && field.physical == parquet::PhysicalType::kInt64) {
+        ByteBuffer micros(static_cast<size_t>(column.length) * 8);
+        for (int64_t i = 0; i < column.length; ++i) {
+          int64_t v = column.IsValid(i) ? parquet::Int96ToMicros(column.data.data() + 12 * i) : 0;
+          std::memcpy(micros.data() + 8 * i, &v, 8);
+        }
+        column.data = std::move(micros);
+      }
+      parquet::BindField(column, field);
+      batch.columns.push_back(std::move(column));
+    } else if (IsPartition(snapshot_, *read[c])) {
+      auto it = file_.partition_values.find(read[c]->name);
+      std::optional<std::string> value = it == file_.partition_values.end() ? std::nullopt : it->second;
+      batch.columns.push_back(PartitionColumn(*read[c], field, value, rows));
+    } else {
+      batch.columns.push_back(NullColumn(field, rows));
+    }
+  }
+  return batch;
+}
+
+void DataFileReader::ApplyDeletionVector(int g, std::vector<uint8_t>* mask) const {
+  uint64_t first = row_group_first_.at(g);
+  uint64_t end = first + static_cast<uint64_t>(num_rows(g));
+  auto it = std::lower_bound(deleted_.begin(), deleted_.end(), first);
+  if (it == deleted_.end() || *it >= end) return;
+  if (mask->empty()) mask->assign(static_cast<size_t>(end - first), 1);
+  for (; it != deleted_.end() && *it < end; ++it) (*mask)[*it - first] = 0;
+}
+
 void ScanSnapshot(const Snapshot& snapshot, const ScanOptions& options,
                   const std::function<void(const parquet::RecordBatch&)>& on_batch) {
   // The columns to produce, in order.
@@ -224,18 +349,7 @@ void ScanSnapshot(const Snapshot& snapshot, const ScanOptions& options,
   if (options.columns.empty()) {
     for (const DeltaField& f : snapshot.schema) wanted.push_back(&f);
   } else {
-    for (const std::string& name : options.columns) {
-      const DeltaField* found = nullptr;
-      for (const DeltaField& f : snapshot.schema) {
-        if (f.name == name) found = &f;
-      }
-      if (!found) {
-        std::string available;
-        for (const DeltaField& f : snapshot.schema) available += (available.empty() ? "" : ", ") + f.name;
-        throw NotFoundError("no column '" + name + "' in table '" + snapshot.table_path + "' (columns: " + available + ")");
-      }
-      wanted.push_back(found);
-    }
+    for (const std::string& name : options.columns) wanted.push_back(&FindColumn(snapshot, name));
   }
   // A predicate may read columns that are not printed: read those too, then drop them.
   std::vector<const DeltaField*> read = wanted;
@@ -243,119 +357,23 @@ void ScanSnapshot(const Snapshot& snapshot, const ScanOptions& options,
     for (const std::string& name : options.predicate->Columns()) {
       bool have = false;
       for (const DeltaField* f : read) have |= f->name == name;
-      for (const DeltaField& f : snapshot.schema) {
-        if (!have && f.name == name) {
-          read.push_back(&f);
-          have = true;
-        }
+      if (have) continue;
+      try {
+        read.push_back(&FindColumn(snapshot, name));
+      } catch (const Error&) {
+        throw NotFoundError("the predicate reads column '" + name + "', which table '" + snapshot.table_path +
+                            "' does not have");
       }
-      if (!have) throw NotFoundError("the predicate reads column '" + name + "', which table '" + snapshot.table_path + "' does not have");
     }
   }
-  auto is_partition = [&](const DeltaField& f) {
-    for (const std::string& p : snapshot.metadata.partition_columns) {
-      if (p == f.name) return true;
-    }
-    return false;
-  };
-  // Table-typed fields, for reading statistics and partition values.
-  std::vector<WriteField> table_fields;
-  for (const DeltaField& f : snapshot.schema) table_fields.push_back(ToWriteField(f));
-  parquet::Schema table_schema = parquet::Schema::FromElements(parquet::ToSchemaElements(table_fields));
   for (const AddFile& file : snapshot.files) {
-    if (options.predicate) {
-      // File skipping: partition values and add.stats (min, max, null count) may rule it out.
-      nlohmann::json stats = file.stats ? nlohmann::json::parse(*file.stats, nullptr, false) : nlohmann::json();
-      bool may_match = options.predicate->MayMatch([&](const std::string& name) -> std::optional<parquet::ColumnStats> {
-        for (size_t i = 0; i < snapshot.schema.size(); ++i) {
-          const DeltaField& delta = snapshot.schema[i];
-          if (delta.name != name || delta.kind != DeltaField::Kind::kPrimitive) continue;
-          return FileStats(file, delta, table_schema.fields()[i], is_partition(delta), stats);
-        }
-        return std::nullopt;
-      });
-      if (!may_match) continue;
-    }
-    std::string path = DataFilePath(snapshot, file);
-    std::string where = "data file '" + path + "' of table version " + std::to_string(snapshot.version);
-    // Rows deleted by the file's deletion vector, sorted; dropped from every row group below.
-    std::vector<uint64_t> deleted;
-    if (file.deletion_vector) {
-      try {
-        deleted = LoadDeletionVector(snapshot.table_path, *file.deletion_vector);
-      } catch (const Error& e) {
-        throw WithContext(e, where);
-      }
-    }
-    uint64_t first_row = 0;  // file row index of the row group's first row
-    std::error_code ec;
-    if (!std::filesystem::exists(path, ec)) throw NotFoundError(where + " does not exist");
-    std::unique_ptr<parquet::FileReader> reader;
-    try {
-      reader = parquet::FileReader::Open(path);
-    } catch (const Error& e) {
-      throw WithContext(e, where);
-    }
-    // Output schema of this file: each read column from the file, a partition value, or nulls.
-    std::vector<WriteField> fields;
-    std::vector<int> file_fields;  // file field index per output column, -1 for none
-    for (const DeltaField* f : read) {
-      int index = is_partition(*f) ? -1 : reader->schema().FieldIndex(f->PhysicalName());
-      file_fields.push_back(index);
-      // INT96 timestamps (Spark) become INT64 microseconds, like every other Delta timestamp.
-      bool int96 = index >= 0 && IsTimestamp(*f) &&
-                   reader->schema().fields()[index].physical == parquet::PhysicalType::kInt96;
-      fields.push_back(index >= 0 && !int96 ? Renamed(parquet::WriteFieldOf(reader->schema().fields()[index]), *f)
-                                            : ToWriteField(*f));
-    }
-    auto schema = std::make_shared<const parquet::Schema>(parquet::Schema::FromElements(parquet::ToSchemaElements(fields)));
-    std::vector<int> projection;
-    for (int index : file_fields) {
-      if (index >= 0) projection.push_back(index);
-    }
-    for (int g = 0; g < reader->num_row_groups(); ++g) {
-      parquet::RecordBatch input;
-      try {
-        input = projection.empty() ? parquet::RecordBatch{} : reader->ReadRowGroup(g, projection);
-      } catch (const Error& e) {
-        throw WithContext(e, where);
-      }
-      int64_t rows = reader->metadata().row_groups[g].num_rows;
-      parquet::RecordBatch batch;
-      batch.schema = schema;
-      batch.num_rows = rows;
-      size_t next_input = 0;
-      for (size_t c = 0; c < read.size(); ++c) {
-        const Field& field = schema->fields()[c];
-        batch.field_indices.push_back(static_cast<int>(c));
-        if (file_fields[c] >= 0) {
-          ColumnVector column = std::move(input.columns[next_input++]);
-          if (column.field->physical == parquet::PhysicalType::kInt96 && field.physical == parquet::PhysicalType::kInt64) {
-            ByteBuffer micros(static_cast<size_t>(column.length) * 8);
-            for (int64_t i = 0; i < column.length; ++i) {
-              int64_t v = column.IsValid(i) ? parquet::Int96ToMicros(column.data.data() + 12 * i) : 0;
-              std::memcpy(micros.data() + 8 * i, &v, 8);
-            }
-            column.data = std::move(micros);
-          }
-          parquet::BindField(column, field);
-          batch.columns.push_back(std::move(column));
-        } else if (is_partition(*read[c])) {
-          auto it = file.partition_values.find(read[c]->name);
-          std::optional<std::string> value = it == file.partition_values.end() ? std::nullopt : it->second;
-          batch.columns.push_back(PartitionColumn(*read[c], field, value, rows));
-        } else {
-          batch.columns.push_back(NullColumn(field, rows));
-        }
-      }
+    if (options.predicate && !FileMayMatch(snapshot, file, *options.predicate)) continue;
+    DataFileReader reader(snapshot, file);
+    for (int g = 0; g < reader.num_row_groups(); ++g) {
+      parquet::RecordBatch batch = reader.ReadRowGroup(g, read);
       std::vector<uint8_t> mask;
       if (options.predicate) mask = options.predicate->Evaluate(batch);
-      auto it = std::lower_bound(deleted.begin(), deleted.end(), first_row);
-      if (it != deleted.end() && *it < first_row + static_cast<uint64_t>(rows)) {
-        if (mask.empty()) mask.assign(static_cast<size_t>(rows), 1);
-        for (; it != deleted.end() && *it < first_row + static_cast<uint64_t>(rows); ++it) mask[*it - first_row] = 0;
-      }
-      first_row += static_cast<uint64_t>(rows);
+      reader.ApplyDeletionVector(g, &mask);
       if (!mask.empty()) batch = parquet::FilterBatch(batch, mask);
       // Drop the columns read only for the predicate.
       batch.columns.resize(wanted.size());

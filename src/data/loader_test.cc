@@ -1,0 +1,342 @@
+#include "data/loader.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "data/ingest.h"
+#include "delta/scan.h"
+#include "delta/snapshot.h"
+#include "delta/writer.h"
+#include "util/error.h"
+
+namespace shoal::data {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr int kSide = 8;
+
+void BigEndian32(std::ofstream& out, uint32_t v) {
+  const char bytes[4] = {static_cast<char>(v >> 24), static_cast<char>(v >> 16), static_cast<char>(v >> 8),
+                         static_cast<char>(v)};
+  out.write(bytes, 4);
+}
+
+class LoaderTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("shoal_loader_test_" + std::to_string(::getpid()));
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  // A table of `rows` 8x8 gray PNGs in files of `rows_per_file` rows (one row group each). Image
+  // i has pixel (0,0) = i % 256 and (0,1) = i / 256, so a decoded sample names its row; label
+  // i % 10, id i.
+  std::string MakeTable(const std::string& name, int rows, int rows_per_file) {
+    fs::path source = dir_ / (name + "_idx");
+    fs::create_directories(source);
+    std::ofstream images(source / "train-images-idx3-ubyte", std::ios::binary);
+    BigEndian32(images, 0x803);
+    BigEndian32(images, static_cast<uint32_t>(rows));
+    BigEndian32(images, kSide);
+    BigEndian32(images, kSide);
+    std::ofstream labels(source / "train-labels-idx1-ubyte", std::ios::binary);
+    BigEndian32(labels, 0x801);
+    BigEndian32(labels, static_cast<uint32_t>(rows));
+    for (int i = 0; i < rows; ++i) {
+      std::string pixels(kSide * kSide, static_cast<char>(100));
+      pixels[0] = static_cast<char>(i % 256);
+      pixels[1] = static_cast<char>(i / 256);
+      pixels[kSide - 1] = static_cast<char>(200);  // right edge, to see flips
+      images.write(pixels.data(), pixels.size());
+      labels.put(static_cast<char>(i % 10));
+    }
+    images.close();
+    labels.close();
+    IngestOptions options;
+    options.out = (dir_ / name).string();
+    options.rows_per_file = rows_per_file;
+    IngestFashionMnist("train", options, source.string());
+    return options.out;
+  }
+
+  LoaderOptions Options(const std::string& table) {
+    LoaderOptions options;
+    options.table = table;
+    options.batch_size = 16;
+    options.seed = 7;
+    options.transform.normalize = false;
+    return options;
+  }
+
+  // The row an image encodes (see MakeTable), from its first two pixels in [0, 1].
+  static int64_t IdOf(const Batch& batch, int64_t i, int flip = 0) {
+    const float* image = batch.images.data() + i * kSide * kSide;
+    int x0 = flip ? kSide - 1 : 0, x1 = flip ? kSide - 2 : 1;
+    return std::lround(image[x0] * 255) + 256 * std::lround(image[x1] * 255);
+  }
+
+  static std::vector<Batch> Drain(Loader& loader) {
+    std::vector<Batch> out;
+    while (auto batch = loader.Next()) out.push_back(std::move(*batch));
+    return out;
+  }
+
+  fs::path dir_;
+};
+
+TEST_F(LoaderTest, DecodesEveryRowWithItsLabelAndId) {
+  std::string table = MakeTable("t", 100, 30);
+  LoaderOptions options = Options(table);
+  options.shuffle = false;
+  Loader loader(options);
+  EXPECT_EQ(loader.rows(), 100);
+  EXPECT_EQ(loader.batches_per_epoch(), 7);
+  EXPECT_EQ(loader.image_shape(), (std::vector<int>{1, kSide, kSide}));
+  EXPECT_EQ(loader.class_names().size(), 10u);
+  std::vector<Batch> batches = Drain(loader);
+  ASSERT_EQ(batches.size(), 7u);
+  EXPECT_EQ(batches.back().size, 4);
+  int64_t next = 0;
+  for (const Batch& b : batches) {
+    EXPECT_EQ(b.shape, (std::vector<int64_t>{b.size, 1, kSide, kSide}));
+    for (int64_t i = 0; i < b.size; ++i) {
+      EXPECT_EQ(b.ids[i], next);
+      EXPECT_EQ(IdOf(b, i), next);
+      EXPECT_EQ(b.labels[i], next % 10);
+      ++next;
+    }
+  }
+  EXPECT_EQ(next, 100);
+  EXPECT_EQ(loader.stats().samples, 100);
+}
+
+TEST_F(LoaderTest, SameSeedSameOrderNewEpochNewOrder) {
+  std::string table = MakeTable("t", 200, 50);
+  LoaderOptions options = Options(table);
+  options.num_epochs = 2;
+  Loader a(options), b(options);
+  EXPECT_EQ(a.EpochOrder(0), b.EpochOrder(0));
+  EXPECT_NE(a.EpochOrder(0), a.EpochOrder(1));
+  std::vector<int64_t> sorted = a.EpochOrder(1);
+  std::sort(sorted.begin(), sorted.end());
+  for (int64_t i = 0; i < 200; ++i) ASSERT_EQ(sorted[i], i);
+  options.seed = 8;
+  Loader c(options);
+  EXPECT_NE(a.EpochOrder(0), c.EpochOrder(0));
+  // What the batches hold follows the order, whatever the threads did.
+  std::vector<int64_t> seen;
+  for (const Batch& batch : Drain(a)) {
+    for (int64_t i = 0; i < batch.size; ++i) {
+      EXPECT_EQ(IdOf(batch, i), batch.ids[i]);
+      seen.push_back(batch.ids[i]);
+    }
+  }
+  std::vector<int64_t> expected = b.EpochOrder(0);
+  std::vector<int64_t> second = b.EpochOrder(1);
+  expected.insert(expected.end(), second.begin(), second.end());
+  EXPECT_EQ(seen, expected);
+}
+
+TEST_F(LoaderTest, RanksGetEqualBatchCountsDisjointSharesCoveringTheTable) {
+  const int rows = 101;
+  for (int files : {1, 3, 7}) {
+    std::string table = MakeTable("t" + std::to_string(files), rows, (rows + files - 1) / files);
+    for (int world = 1; world <= 8; ++world) {
+      for (Remainder remainder : {Remainder::kPad, Remainder::kDrop}) {
+        std::multiset<int64_t> all;
+        int64_t batches = -1;
+        for (int rank = 0; rank < world; ++rank) {
+          LoaderOptions options = Options(table);
+          options.world_size = world;
+          options.rank = rank;
+          options.remainder = remainder;
+          options.batch_size = 5;
+          options.threads = 1;
+          Loader loader(options);
+          std::vector<Batch> got = Drain(loader);
+          if (batches < 0) batches = static_cast<int64_t>(got.size());
+          EXPECT_EQ(static_cast<int64_t>(got.size()), batches) << files << " files, world " << world << " rank " << rank;
+          EXPECT_EQ(static_cast<int64_t>(got.size()), loader.batches_per_epoch());
+          for (const Batch& b : got) {
+            for (int64_t i = 0; i < b.size; ++i) all.insert(b.ids[i]);
+          }
+        }
+        std::set<int64_t> distinct(all.begin(), all.end());
+        SCOPED_TRACE(std::to_string(files) + " files, world " + std::to_string(world));
+        if (remainder == Remainder::kPad) {
+          EXPECT_EQ(distinct.size(), static_cast<size_t>(rows));  // the union is the table
+          int64_t per_rank = (rows + world - 1) / world;
+          EXPECT_EQ(static_cast<int64_t>(all.size()), per_rank * world);  // padding only
+          EXPECT_LT(all.size() - distinct.size(), static_cast<size_t>(world));
+        } else {
+          EXPECT_EQ(all.size(), distinct.size());  // disjoint
+          EXPECT_EQ(static_cast<int64_t>(all.size()), rows / world * world);
+        }
+      }
+    }
+  }
+}
+
+TEST_F(LoaderTest, ResumedLoaderYieldsExactlyTheRemainingSequence) {
+  std::string table = MakeTable("t", 150, 40);
+  LoaderOptions options = Options(table);
+  options.num_epochs = 3;
+  options.transform.horizontal_flip = true;
+  options.transform.random_resized_crop = 6;
+  Loader whole(options);
+  std::vector<Batch> expected = Drain(whole);
+  ASSERT_EQ(expected.size(), 30u);
+  for (size_t stop : {size_t{0}, size_t{4}, size_t{10}, size_t{17}, size_t{29}}) {
+    LoaderState state;
+    {
+      Loader first(options);
+      for (size_t i = 0; i < stop; ++i) ASSERT_TRUE(first.Next().has_value());
+      state = LoaderState::FromJson(first.state_dict().ToJson());
+    }  // stopped mid-prefetch
+    Loader resumed(options);
+    resumed.load_state_dict(state);
+    std::vector<Batch> rest = Drain(resumed);
+    ASSERT_EQ(rest.size(), expected.size() - stop) << "stopped after " << stop;
+    for (size_t i = 0; i < rest.size(); ++i) {
+      const Batch& want = expected[stop + i];
+      EXPECT_EQ(rest[i].epoch, want.epoch);
+      EXPECT_EQ(rest[i].rows, want.rows);
+      EXPECT_TRUE(std::equal(rest[i].images.begin(), rest[i].images.end(), want.images.begin(), want.images.end()))
+          << "batch " << stop + i << " differs in its pixels";
+    }
+  }
+  // A state from another world size is refused.
+  LoaderState other = whole.state_dict();
+  other.world_size = 2;
+  Loader again(options);
+  EXPECT_THROW(again.load_state_dict(other), Error);
+}
+
+TEST_F(LoaderTest, ThreadsAndMemoryBoundDoNotChangeTheSequence) {
+  std::string table = MakeTable("t", 120, 25);
+  LoaderOptions options = Options(table);
+  options.transform.horizontal_flip = true;
+  options.threads = 1;
+  Loader one(options);
+  std::vector<Batch> a = Drain(one);
+  options.threads = 3;
+  options.prefetch = 5;
+  options.max_inflight_bytes = 1;  // every batch waits for the one before
+  Loader three(options);
+  std::vector<Batch> b = Drain(three);
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    EXPECT_EQ(a[i].ids, b[i].ids);
+    EXPECT_TRUE(std::equal(a[i].images.begin(), a[i].images.end(), b[i].images.begin(), b[i].images.end()));
+  }
+}
+
+TEST_F(LoaderTest, PredicateSelectsRowsAndEndlessEpochsKeepGoing) {
+  std::string table = MakeTable("t", 100, 30);
+  LoaderOptions options = Options(table);
+  options.where = "id >= 90 or label = 3";
+  options.num_epochs = -1;
+  options.batch_size = 7;
+  Loader loader(options);
+  EXPECT_EQ(loader.rows(), 19);  // 90..99, and 3, 13, ..., 83
+  for (int i = 0; i < 20; ++i) {
+    std::optional<Batch> batch = loader.Next();
+    ASSERT_TRUE(batch.has_value());
+    for (int64_t id : batch->ids) EXPECT_TRUE(id >= 90 || id % 10 == 3) << id;
+  }
+  EXPECT_EQ(loader.state_dict().epoch, 6);  // 3 batches an epoch
+}
+
+TEST_F(LoaderTest, CorruptImageIsAnErrorNamingTableFileAndRowOrIsSkipped) {
+  std::string source = MakeTable("good", 40, 40);
+  // Copy the table with the image of id 13 cut short.
+  delta::Snapshot snapshot = delta::LoadSnapshot(source);
+  std::vector<parquet::RecordBatch> batches;
+  delta::ScanSnapshot(snapshot, {}, [&](const parquet::RecordBatch& b) { batches.push_back(b); });
+  ASSERT_EQ(batches.size(), 1u);
+  parquet::ColumnVector& image = batches[0].columns[0];
+  for (int64_t r = 0; r < batches[0].num_rows; ++r) {
+    if (batches[0].columns[3].Value<int64_t>(r) == 13) {
+      for (int64_t k = image.offsets[r] + 20; k < image.offsets[r + 1]; ++k) image.data[k] = 0;
+    }
+  }
+  delta::AppendOptions append;
+  append.configuration = snapshot.metadata.configuration;
+  std::string bad = (dir_ / "bad").string();
+  delta::AppendToTable(bad, *batches[0].schema, batches, append);
+
+  LoaderOptions options = Options(bad);
+  options.shuffle = false;
+  Loader strict(options);
+  try {
+    Drain(strict);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    std::string what = e.what();
+    EXPECT_NE(what.find("table '" + bad + "'"), std::string::npos) << what;
+    EXPECT_NE(what.find("data file '"), std::string::npos) << what;
+    EXPECT_NE(what.find("row id 13"), std::string::npos) << what;
+    EXPECT_NE(what.find("PNG"), std::string::npos) << what;
+  }
+  options.on_corrupt = OnCorrupt::kSkip;
+  Loader lenient(options);
+  int64_t samples = 0;
+  for (const Batch& b : Drain(lenient)) {
+    samples += b.size;
+    EXPECT_EQ(b.ids.size(), static_cast<size_t>(b.size));
+    for (int64_t id : b.ids) EXPECT_NE(id, 13);
+  }
+  EXPECT_EQ(samples, 39);
+  EXPECT_EQ(lenient.stats().skipped, 1);
+}
+
+TEST_F(LoaderTest, BadOptionsAndTablesAreClearErrors) {
+  std::string table = MakeTable("t", 5, 5);
+  LoaderOptions options = Options(table);
+  options.world_size = 8;
+  options.remainder = Remainder::kDrop;
+  EXPECT_THROW(Loader{options}, Error);  // 5 rows, 8 ranks, nothing to give each
+  options = Options(table);
+  options.rank = 3;
+  EXPECT_THROW(Loader{options}, Error);
+  options = Options(table);
+  options.image_column = "nope";
+  try {
+    Loader loader(options);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("no column 'nope'"), std::string::npos) << e.what();
+  }
+  options = Options((dir_ / "missing").string());
+  EXPECT_THROW(Loader{options}, Error);
+  EXPECT_THROW(LoaderState::FromJson("{\"epoch\": 1}"), Error);
+}
+
+TEST_F(LoaderTest, NormalizesWithTheTableDescriptionByDefault) {
+  std::string table = MakeTable("t", 10, 10);
+  LoaderOptions options = Options(table);
+  options.transform.normalize = true;
+  options.shuffle = false;
+  Loader loader(options);
+  delta::Snapshot snapshot = delta::LoadSnapshot(table);
+  nlohmann::json decode = nlohmann::json::parse(snapshot.metadata.configuration.at(kDecodeKey));
+  float mean = decode["mean"][0].get<float>(), stdev = decode["std"][0].get<float>();
+  std::optional<Batch> batch = loader.Next();
+  ASSERT_TRUE(batch.has_value());
+  // Pixel (2, 2) of every image is 100.
+  EXPECT_NEAR(batch->images[2 * kSide + 2], (100 / 255.0f - mean) / stdev, 1e-5);
+}
+
+}  // namespace
+}  // namespace shoal::data
