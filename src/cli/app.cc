@@ -76,6 +76,36 @@ std::string RunTorchHelper(const std::vector<std::string>& args) {
   return text;
 }
 
+namespace {
+
+// `shoal train|test|predict` run in the helper, with their arguments as given.
+void AddTorchCommands(CLI::App& app) {
+  const std::pair<const char*, const char*> commands[] = {
+      {"train", "Train a model from a YAML config (--config FILE [--section.key=value ...]); see 'shoal train --help'"},
+      {"test", "Test a checkpoint on a test table (--ckpt C [--config FILE])"},
+      {"predict", "Predict a table's classes into a new Delta table (--ckpt C --table T --out TABLE)"},
+  };
+  for (const auto& [name, description] : commands) {
+    CLI::App* sub = app.add_subcommand(name, description);
+    sub->prefix_command();
+    sub->set_help_flag();
+    sub->callback([sub, command = std::string(name)] {
+      std::string helper = TorchHelperPath();
+      if (helper.empty()) throw NotFoundError("'shoal " + command + "' needs shoal-torch, which this build lacks (built without LibTorch)");
+      std::vector<std::string> args = {helper, command};
+      for (const std::string& a : sub->remaining()) args.push_back(a);
+      std::vector<char*> argv;
+      for (std::string& a : args) argv.push_back(a.data());
+      argv.push_back(nullptr);
+      std::cout.flush();
+      ::execv(helper.c_str(), argv.data());
+      throw SystemError("cannot run", helper, errno);
+    });
+  }
+}
+
+}  // namespace
+
 int Run(int argc, char** argv) {
   CLI::App app(kDescription, "shoal");
   app.require_subcommand(1);
@@ -89,6 +119,7 @@ int Run(int argc, char** argv) {
   AddTableCommands(app);
   AddIngestCommands(app);
   AddDataCommands(app);
+  AddTorchCommands(app);
 
   try {
     app.parse(argc, argv);

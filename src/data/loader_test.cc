@@ -12,6 +12,7 @@
 #include <set>
 
 #include "data/ingest.h"
+#include "data/testing.h"
 #include "delta/scan.h"
 #include "delta/snapshot.h"
 #include "delta/writer.h"
@@ -24,12 +25,6 @@ namespace fs = std::filesystem;
 
 constexpr int kSide = 8;
 
-void BigEndian32(std::ofstream& out, uint32_t v) {
-  const char bytes[4] = {static_cast<char>(v >> 24), static_cast<char>(v >> 16), static_cast<char>(v >> 8),
-                         static_cast<char>(v)};
-  out.write(bytes, 4);
-}
-
 class LoaderTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -39,35 +34,9 @@ class LoaderTest : public ::testing::Test {
   }
   void TearDown() override { fs::remove_all(dir_); }
 
-  // A table of `rows` 8x8 gray PNGs in files of `rows_per_file` rows (one row group each). Image
-  // i has pixel (0,0) = i % 256 and (0,1) = i / 256, so a decoded sample names its row; label
-  // i % 10, id i.
+  // See testing::MakeImageTable: image i encodes i in its first two pixels; label i % 10, id i.
   std::string MakeTable(const std::string& name, int rows, int rows_per_file) {
-    fs::path source = dir_ / (name + "_idx");
-    fs::create_directories(source);
-    std::ofstream images(source / "train-images-idx3-ubyte", std::ios::binary);
-    BigEndian32(images, 0x803);
-    BigEndian32(images, static_cast<uint32_t>(rows));
-    BigEndian32(images, kSide);
-    BigEndian32(images, kSide);
-    std::ofstream labels(source / "train-labels-idx1-ubyte", std::ios::binary);
-    BigEndian32(labels, 0x801);
-    BigEndian32(labels, static_cast<uint32_t>(rows));
-    for (int i = 0; i < rows; ++i) {
-      std::string pixels(kSide * kSide, static_cast<char>(100));
-      pixels[0] = static_cast<char>(i % 256);
-      pixels[1] = static_cast<char>(i / 256);
-      pixels[kSide - 1] = static_cast<char>(200);  // right edge, to see flips
-      images.write(pixels.data(), pixels.size());
-      labels.put(static_cast<char>(i % 10));
-    }
-    images.close();
-    labels.close();
-    IngestOptions options;
-    options.out = (dir_ / name).string();
-    options.rows_per_file = rows_per_file;
-    IngestFashionMnist("train", options, source.string());
-    return options.out;
+    return testing::MakeImageTable(dir_, name, rows, rows_per_file, kSide);
   }
 
   LoaderOptions Options(const std::string& table) {

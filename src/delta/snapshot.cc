@@ -176,6 +176,9 @@ class Replayer {
     }
   }
 
+  /// Room for `n` more live files (a checkpoint's rows), so the map does not rehash as it fills.
+  void Reserve(size_t n) { live_.reserve(live_.size() + n); }
+
   // An add decoded straight from a checkpoint's columns (see AddFromColumns).
   void AddDecoded(AddFile f) {
     std::string key = Key(f.path, f.deletion_vector_id);
@@ -341,6 +344,7 @@ void ApplyParquetFile(const std::string& path, const std::string& what, Replayer
     if (reader->schema().FieldIndex(name) >= 0) wanted.push_back(name);
   }
   std::vector<int> fields = reader->ResolveFields(wanted);
+  replayer.Reserve(static_cast<size_t>(std::max<int64_t>(0, reader->num_rows())));
   std::string line;
   for (int g = 0; g < reader->num_row_groups(); ++g) {
     parquet::RecordBatch batch;

@@ -1,0 +1,387 @@
+#include "train/run.h"
+
+#include <torch/torch.h>
+
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <iostream>
+
+#include "data/ingest.h"
+#include "delta/writer.h"
+#include "models/zoo.h"
+#include "parquet/writer.h"
+#include "train/trainer.h"
+#include "util/buffer.h"
+#include "util/error.h"
+
+namespace shoal::train {
+
+using nlohmann::json;
+
+namespace {
+
+// Every key a config may hold, with its default.
+json Defaults() {
+  return {
+      {"model", {{"name", "simple_cnn"}, {"num_classes", 10}, {"dropout", 0.25}, {"hidden", json::array()}}},
+      {"optimizer",
+       {{"name", "adam"}, {"lr", 0.001}, {"weight_decay", 0.0}, {"momentum", 0.9}, {"nesterov", false}}},
+      {"data",
+       {{"root", "./shoal-data"},
+        {"dataset", "fashion-mnist"},
+        {"train_table", "fashion-mnist-train"},
+        {"val_table", ""},
+        {"test_table", "fashion-mnist-test"},
+        {"train_where", ""},
+        {"val_where", ""},
+        {"batch_size", 128},
+        {"eval_batch_size", 512},
+        {"threads", 2},
+        {"prefetch", 0},
+        {"shuffle_buffer", 1024},
+        {"flip", false},
+        {"random_resized_crop", 0},
+        {"resize", 0},
+        {"center_crop", 0},
+        {"channels", 0},
+        {"rank", 0},
+        {"world_size", 1}}},
+      {"trainer",
+       {{"max_epochs", 10},
+        {"min_epochs", 0},
+        {"max_steps", -1},
+        {"max_time_s", 0.0},
+        {"val_check_interval", 1.0},
+        {"check_val_every_n_epoch", 1},
+        {"num_sanity_val_steps", 2},
+        {"limit_train_batches", 1.0},
+        {"limit_val_batches", 1.0},
+        {"limit_test_batches", 1.0},
+        {"accumulate_grad_batches", 1},
+        {"gradient_clip_val", 0.0},
+        {"gradient_clip_algorithm", "norm"},
+        {"log_every_n_steps", 50},
+        {"enable_progress_bar", true},
+        {"seed", 0},
+        {"deterministic", false},
+        {"fast_dev_run", false},
+        {"default_root_dir", "./shoal-runs"},
+        {"ckpt_path", ""},
+        {"threads", 0}}},
+      {"callbacks",
+       {{"early_stopping",
+         {{"enabled", true},
+          {"monitor", "val_loss"},
+          {"min_delta", 0.0},
+          {"patience", 3},
+          {"mode", "min"},
+          {"strict", true},
+          {"check_finite", true},
+          {"stopping_threshold", nullptr},
+          {"divergence_threshold", nullptr},
+          {"check_on_train_epoch_end", false}}},
+        {"model_checkpoint",
+         {{"enabled", true},
+          {"dirpath", ""},
+          {"filename", "{epoch}-{val_loss:.4f}"},
+          {"monitor", "val_loss"},
+          {"mode", "min"},
+          {"save_top_k", 1},
+          {"save_last", true},
+          {"every_n_epochs", 1},
+          {"every_n_train_steps", 0},
+          {"save_weights_only", false}}}}},
+  };
+}
+
+void Merge(json& base, const json& over, const std::string& path) {
+  if (!over.is_object()) throw InvalidError("config " + (path.empty() ? "root" : "'" + path + "'") + " must be a mapping");
+  for (const auto& [key, value] : over.items()) {
+    std::string at = path.empty() ? key : path + "." + key;
+    if (!base.contains(key)) {
+      std::string known;
+      for (const auto& [k, v] : base.items()) known += (known.empty() ? "" : ", ") + k;
+      throw InvalidError("unknown config key '" + at + "' (known here: " + known + ")");
+    }
+    if (base[key].is_object()) {
+      Merge(base[key], value, at);
+    } else if (value.is_null() && base[key].is_string()) {
+      base[key] = "";  // "key:" with no value, for a text setting, is empty text
+    } else {
+      base[key] = value;
+    }
+  }
+}
+
+template <typename T>
+T Value(const json& section, const char* key, const std::string& where) {
+  try {
+    return section.at(key).get<T>();
+  } catch (const json::exception&) {
+    throw InvalidError("config '" + where + "." + key + "' has the wrong type: " + section.at(key).dump());
+  }
+}
+
+class Classifier : public Module {
+ public:
+  Classifier(std::shared_ptr<models::Network> net, json optimizer) : net_(std::move(net)), optimizer_(std::move(optimizer)) {
+    // The network's layers are this module's children, so parameter names carry no prefix.
+    for (const auto& child : net_->named_children()) register_module(child.key(), child.value());
+  }
+  at::Tensor forward(const at::Tensor& x) override { return net_->forward(x); }
+  void train(bool on = true) override {
+    Module::train(on);
+    net_->train(on);
+  }
+  std::unique_ptr<torch::optim::Optimizer> configure_optimizers() override {
+    const std::string name = Value<std::string>(optimizer_, "name", "optimizer");
+    const double lr = Value<double>(optimizer_, "lr", "optimizer");
+    const double decay = Value<double>(optimizer_, "weight_decay", "optimizer");
+    if (name == "adam") return std::make_unique<torch::optim::Adam>(parameters(), torch::optim::AdamOptions(lr).weight_decay(decay));
+    if (name == "adamw") return std::make_unique<torch::optim::AdamW>(parameters(), torch::optim::AdamWOptions(lr).weight_decay(decay));
+    if (name == "sgd") {
+      return std::make_unique<torch::optim::SGD>(
+          parameters(), torch::optim::SGDOptions(lr)
+                            .momentum(Value<double>(optimizer_, "momentum", "optimizer"))
+                            .nesterov(Value<bool>(optimizer_, "nesterov", "optimizer"))
+                            .weight_decay(decay));
+    }
+    throw InvalidError("unknown optimizer '" + name + "' (known: adam, adamw, sgd)");
+  }
+
+ private:
+  std::shared_ptr<models::Network> net_;
+  json optimizer_;
+};
+
+// Loaders over the config's tables; prepare_data ingests the named data set when they are missing.
+class TableData : public DataModule {
+ public:
+  explicit TableData(json config) : c_(std::move(config)) {}
+
+  std::string Table(const char* key) const {
+    std::string name = Value<std::string>(c_, key, "data");
+    if (name.empty()) return "";
+    std::filesystem::path p(name);
+    return p.is_absolute() ? name : (std::filesystem::path(Value<std::string>(c_, "root", "data")) / p).string();
+  }
+
+  void prepare_data() override {
+    const std::string dataset = Value<std::string>(c_, "dataset", "data");
+    if (dataset.empty()) return;
+    if (dataset != "fashion-mnist") throw InvalidError("unknown data set '" + dataset + "' (known: fashion-mnist)");
+    for (auto [key, split] : {std::pair<const char*, const char*>{"train_table", "train"}, {"test_table", "test"}}) {
+      std::string table = Table(key);
+      if (table.empty() || std::filesystem::exists(std::filesystem::path(table) / "_delta_log")) continue;
+      std::cerr << "shoal train: prepare_data: ingesting Fashion-MNIST " << split << " into " << table << "\n";
+      data::IngestOptions options;
+      options.out = table;
+      data::IngestFashionMnist(split, options);
+    }
+  }
+
+  data::LoaderOptions Loader(const std::string& table, const std::string& where, bool train) const {
+    data::LoaderOptions o;
+    o.table = table;
+    o.where = where;
+    o.batch_size = Value<int64_t>(c_, train ? "batch_size" : "eval_batch_size", "data");
+    o.threads = Value<int>(c_, "threads", "data");
+    o.prefetch = Value<int>(c_, "prefetch", "data");
+    o.shuffle = train;
+    o.shuffle_buffer = Value<int64_t>(c_, "shuffle_buffer", "data");
+    o.rank = Value<int>(c_, "rank", "data");
+    o.world_size = Value<int>(c_, "world_size", "data");
+    o.transform.channels = Value<int>(c_, "channels", "data");
+    o.transform.resize = Value<int>(c_, "resize", "data");
+    o.transform.center_crop = Value<int>(c_, "center_crop", "data");
+    if (train) {
+      o.transform.horizontal_flip = Value<bool>(c_, "flip", "data");
+      o.transform.random_resized_crop = Value<int>(c_, "random_resized_crop", "data");
+    }
+    return o;
+  }
+
+  data::LoaderOptions train_loader() override {
+    data::LoaderOptions o = Loader(Table("train_table"), Value<std::string>(c_, "train_where", "data"), true);
+    o.seed = seed;
+    return o;
+  }
+  std::optional<data::LoaderOptions> val_loader() override {
+    std::string where = Value<std::string>(c_, "val_where", "data");
+    std::string table = Table("val_table");
+    if (table.empty() && where.empty()) return std::nullopt;
+    return Loader(table.empty() ? Table("train_table") : table, where, false);
+  }
+  std::optional<data::LoaderOptions> test_loader() override {
+    std::string table = Table("test_table");
+    if (table.empty()) return std::nullopt;
+    return Loader(table, "", false);
+  }
+
+  uint64_t seed = 0;
+
+ private:
+  json c_;
+};
+
+struct Built {
+  std::shared_ptr<Classifier> module;
+  std::unique_ptr<TableData> data;
+  std::unique_ptr<Trainer> trainer;
+  json config;
+};
+
+// The model's input shape comes from the train table's description (through a loader).
+Built Build(const json& raw) {
+  Built b;
+  b.config = ResolveConfig(raw);
+  const json& c = b.config;
+  const json& t = c["trainer"];
+  if (int threads = Value<int>(t, "threads", "trainer"); threads > 0) torch::set_num_threads(threads);
+  b.data = std::make_unique<TableData>(c["data"]);
+  b.data->seed = Value<uint64_t>(t, "seed", "trainer");
+  b.data->prepare_data();
+  data::LoaderOptions probe = b.data->train_loader();
+  data::Loader shape_probe(probe);
+  const std::vector<int>& shape = shape_probe.image_shape();
+  if (shape[1] != shape[2]) throw InvalidError("the model zoo takes square images, the loader gives " + std::to_string(shape[1]) + "x" + std::to_string(shape[2]));
+  models::ModelOptions m;
+  m.name = Value<std::string>(c["model"], "name", "model");
+  m.num_classes = Value<int>(c["model"], "num_classes", "model");
+  m.dropout = Value<double>(c["model"], "dropout", "model");
+  m.hidden = Value<std::vector<int>>(c["model"], "hidden", "model");
+  m.in_channels = shape[0];
+  m.image_size = shape[1];
+  torch::manual_seed(Value<uint64_t>(t, "seed", "trainer"));
+  b.module = std::make_shared<Classifier>(models::CreateModel(m), c["optimizer"]);
+
+  TrainerOptions o;
+  o.max_epochs = Value<int64_t>(t, "max_epochs", "trainer");
+  o.min_epochs = Value<int64_t>(t, "min_epochs", "trainer");
+  o.max_steps = Value<int64_t>(t, "max_steps", "trainer");
+  o.max_time_s = Value<double>(t, "max_time_s", "trainer");
+  o.val_check_interval = Value<double>(t, "val_check_interval", "trainer");
+  o.check_val_every_n_epoch = Value<int>(t, "check_val_every_n_epoch", "trainer");
+  o.num_sanity_val_steps = Value<int>(t, "num_sanity_val_steps", "trainer");
+  o.limit_train_batches = Value<double>(t, "limit_train_batches", "trainer");
+  o.limit_val_batches = Value<double>(t, "limit_val_batches", "trainer");
+  o.limit_test_batches = Value<double>(t, "limit_test_batches", "trainer");
+  o.accumulate_grad_batches = Value<int>(t, "accumulate_grad_batches", "trainer");
+  o.gradient_clip_val = Value<double>(t, "gradient_clip_val", "trainer");
+  o.gradient_clip_algorithm = Value<std::string>(t, "gradient_clip_algorithm", "trainer");
+  o.log_every_n_steps = std::max(1, Value<int>(t, "log_every_n_steps", "trainer"));
+  o.enable_progress_bar = Value<bool>(t, "enable_progress_bar", "trainer");
+  o.seed = Value<uint64_t>(t, "seed", "trainer");
+  o.deterministic = Value<bool>(t, "deterministic", "trainer");
+  o.fast_dev_run = Value<bool>(t, "fast_dev_run", "trainer");
+  o.default_root_dir = Value<std::string>(t, "default_root_dir", "trainer");
+  for (const auto& [section, values] : c.items()) {
+    for (const auto& [key, value] : values.items()) {
+      o.hyper_parameters[section + "." + key] = value.is_string() ? value.get<std::string>() : value.dump();
+    }
+  }
+  std::vector<std::shared_ptr<Callback>> callbacks;
+  const json& es = c["callbacks"]["early_stopping"];
+  if (Value<bool>(es, "enabled", "callbacks.early_stopping")) {
+    EarlyStoppingOptions e;
+    e.monitor = Value<std::string>(es, "monitor", "callbacks.early_stopping");
+    e.min_delta = Value<double>(es, "min_delta", "callbacks.early_stopping");
+    e.patience = Value<int>(es, "patience", "callbacks.early_stopping");
+    e.mode = Value<std::string>(es, "mode", "callbacks.early_stopping");
+    e.strict = Value<bool>(es, "strict", "callbacks.early_stopping");
+    e.check_finite = Value<bool>(es, "check_finite", "callbacks.early_stopping");
+    if (!es["stopping_threshold"].is_null()) e.stopping_threshold = Value<double>(es, "stopping_threshold", "callbacks.early_stopping");
+    if (!es["divergence_threshold"].is_null()) e.divergence_threshold = Value<double>(es, "divergence_threshold", "callbacks.early_stopping");
+    e.check_on_train_epoch_end = Value<bool>(es, "check_on_train_epoch_end", "callbacks.early_stopping");
+    callbacks.push_back(std::make_shared<EarlyStopping>(e));
+  }
+  const json& mc = c["callbacks"]["model_checkpoint"];
+  if (Value<bool>(mc, "enabled", "callbacks.model_checkpoint")) {
+    ModelCheckpointOptions k;
+    k.dirpath = Value<std::string>(mc, "dirpath", "callbacks.model_checkpoint");
+    k.filename = Value<std::string>(mc, "filename", "callbacks.model_checkpoint");
+    k.monitor = Value<std::string>(mc, "monitor", "callbacks.model_checkpoint");
+    k.mode = Value<std::string>(mc, "mode", "callbacks.model_checkpoint");
+    k.save_top_k = Value<int>(mc, "save_top_k", "callbacks.model_checkpoint");
+    k.save_last = Value<bool>(mc, "save_last", "callbacks.model_checkpoint");
+    k.every_n_epochs = Value<int>(mc, "every_n_epochs", "callbacks.model_checkpoint");
+    k.every_n_train_steps = Value<int>(mc, "every_n_train_steps", "callbacks.model_checkpoint");
+    k.save_weights_only = Value<bool>(mc, "save_weights_only", "callbacks.model_checkpoint");
+    callbacks.push_back(std::make_shared<ModelCheckpoint>(k));
+  }
+  b.trainer = std::make_unique<Trainer>(o, callbacks);
+  return b;
+}
+
+double Round(double v, int digits) {
+  double scale = std::pow(10.0, digits);
+  return std::round(v * scale) / scale;
+}
+
+}  // namespace
+
+json ResolveConfig(const json& config) {
+  json out = Defaults();
+  if (!config.is_null()) Merge(out, config, "");
+  return out;
+}
+
+json RunTrain(const json& config) {
+  auto start = std::chrono::steady_clock::now();
+  Built b = Build(config);
+  b.trainer->fit(*b.module, *b.data, Value<std::string>(b.config["trainer"], "ckpt_path", "trainer"));
+  std::string best = b.trainer->best_model_path();
+  std::string last = b.trainer->last_model_path();
+  json out = json::object();
+  for (const auto& [k, v] : b.trainer->callback_metrics()) out[k] = Round(v, 6);
+  // Test the best checkpoint when there is one, else the final weights.
+  Metrics test = b.trainer->test(*b.module, *b.data, best);
+  for (const auto& [k, v] : test) out[k] = Round(v, 6);
+  out["epochs"] = b.trainer->current_epoch();
+  out["global_step"] = b.trainer->global_step();
+  out["checkpoint"] = !best.empty() ? best : last;
+  out["last_checkpoint"] = last;
+  out["seconds"] = Round(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 3);
+  return out;
+}
+
+json RunTest(const json& config, const std::string& ckpt) {
+  Built b = Build(config);
+  Metrics test = b.trainer->test(*b.module, *b.data, ckpt);
+  json out = json::object();
+  for (const auto& [k, v] : test) out[k] = Round(v, 6);
+  out["checkpoint"] = ckpt;
+  return out;
+}
+
+json RunPredict(const json& config, const std::string& ckpt, const std::string& table, const std::string& out_table) {
+  json c = config.is_null() ? json::object() : config;
+  c["data"]["test_table"] = table;
+  if (std::filesystem::exists(std::filesystem::path(out_table) / "_delta_log")) {
+    throw InvalidError("output table '" + out_table + "' exists already; predictions go to a new table");
+  }
+  Built b = Build(c);
+  b.trainer->test(*b.module, *b.data, ckpt);  // loads the weights, and checks the checkpoint fits the model
+  std::vector<std::pair<int64_t, int64_t>> predictions = b.trainer->predict(*b.module, *b.data);
+  using parquet::PhysicalType;
+  using parquet::WriteField;
+  parquet::Schema schema = parquet::Schema::FromElements(parquet::ToSchemaElements({
+      WriteField::Primitive("id", PhysicalType::kInt64, false),
+      WriteField::Primitive("prediction", PhysicalType::kInt64, false),
+  }));
+  parquet::RecordBatch batch;
+  batch.columns.resize(2);
+  for (const auto& [id, predicted] : predictions) {
+    AppendBytes(batch.columns[0].data, &id, 8);
+    AppendBytes(batch.columns[1].data, &predicted, 8);
+  }
+  batch.num_rows = static_cast<int64_t>(predictions.size());
+  for (auto& col : batch.columns) col.length = batch.num_rows;
+  delta::AppendOptions append;
+  append.configuration["shoal.predictions"] = json{{"checkpoint", ckpt}, {"table", table}}.dump();
+  delta::AppendResult r = delta::AppendToTable(out_table, schema, {batch}, append);
+  return {{"table", out_table}, {"rows", r.rows}, {"version", r.version}, {"checkpoint", ckpt}};
+}
+
+}  // namespace shoal::train

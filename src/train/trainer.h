@@ -1,0 +1,150 @@
+// Lightning's structure in C++: a Module (the model and its steps), a DataModule (the data), and a
+// Trainer (the loop) with callbacks and checkpoints.
+#pragma once
+
+#include <torch/nn/module.h>
+#include <torch/optim/optimizer.h>
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "data/loader.h"
+#include "train/batch_tensors.h"
+#include "train/callbacks.h"
+
+namespace shoal::train {
+
+class Trainer;
+
+/// The model and what one step of each stage does. The defaults classify: cross entropy on
+/// forward(images) against labels, logging <stage>_loss and <stage>_acc.
+class Module : public torch::nn::Module {
+ public:
+  virtual at::Tensor forward(const at::Tensor& x) = 0;
+  /// Returns the loss to minimise.
+  virtual at::Tensor training_step(const TensorBatch& batch, int64_t batch_idx);
+  virtual void validation_step(const TensorBatch& batch, int64_t batch_idx);
+  virtual void test_step(const TensorBatch& batch, int64_t batch_idx);
+  /// Class predictions.
+  virtual at::Tensor predict_step(const TensorBatch& batch, int64_t batch_idx);
+  virtual std::unique_ptr<torch::optim::Optimizer> configure_optimizers() = 0;
+
+  virtual void on_fit_start() {}
+  virtual void on_fit_end() {}
+  virtual void on_train_epoch_start() {}
+  virtual void on_train_epoch_end() {}
+  virtual void on_validation_epoch_end() {}
+
+  /// Records a metric of this step. on_step: kept as the step's value; on_epoch: averaged over
+  /// the epoch (weighted by `count`, the rows it covers). prog_bar: shown in progress lines.
+  void log(const std::string& name, double value, bool on_step = false, bool on_epoch = true, bool prog_bar = false,
+           int64_t count = 1);
+
+  /// Set by the Trainer: the metrics logged since the last take.
+  struct Logged {
+    std::map<std::string, std::pair<double, int64_t>> epoch_sums;  // name -> (sum of value*count, count)
+    std::map<std::string, double> step_values;
+    std::vector<std::string> prog_bar;
+  };
+  Logged TakeLogged();
+
+ private:
+  void ClassificationStep(const TensorBatch& batch, const std::string& stage, at::Tensor* loss_out);
+  Logged logged_;
+};
+
+/// The data: loaders over Delta tables. prepare_data() runs once per node before setup().
+class DataModule {
+ public:
+  virtual ~DataModule() = default;
+  virtual void prepare_data() {}
+  virtual void setup(const std::string& stage) {}
+  virtual data::LoaderOptions train_loader() = 0;
+  virtual std::optional<data::LoaderOptions> val_loader() { return std::nullopt; }
+  virtual std::optional<data::LoaderOptions> test_loader() { return std::nullopt; }
+  virtual std::optional<data::LoaderOptions> predict_loader() { return test_loader(); }
+};
+
+struct TrainerOptions {
+  int64_t max_epochs = 10;
+  int64_t min_epochs = 0;
+  int64_t max_steps = -1;             ///< -1: no limit
+  double max_time_s = 0;              ///< 0: no limit
+  double val_check_interval = 1.0;    ///< share of an epoch between validations (1: at its end)
+  int check_val_every_n_epoch = 1;
+  int num_sanity_val_steps = 2;
+  double limit_train_batches = 1.0;   ///< share (<= 1) or count (> 1) of batches
+  double limit_val_batches = 1.0;
+  double limit_test_batches = 1.0;
+  int accumulate_grad_batches = 1;
+  double gradient_clip_val = 0;       ///< 0: no clipping
+  std::string gradient_clip_algorithm = "norm";  ///< norm or value
+  int log_every_n_steps = 50;
+  bool enable_progress_bar = true;
+  uint64_t seed = 0;
+  bool deterministic = false;
+  bool fast_dev_run = false;          ///< one batch of each stage, no checkpoints
+  std::string default_root_dir = "shoal-runs";
+  std::map<std::string, std::string> hyper_parameters;  ///< saved in checkpoints
+};
+
+/// Runs fit, validate, test and predict. Writes progress lines to stderr.
+class Trainer {
+ public:
+  explicit Trainer(TrainerOptions options, std::vector<std::shared_ptr<Callback>> callbacks = {});
+
+  /// Trains; `ckpt_path` resumes from a checkpoint file, "last" (last.ckpt of the checkpoint
+  /// callback) or "best" (its best model).
+  void fit(Module& module, DataModule& data, const std::string& ckpt_path = "");
+  Metrics validate(Module& module, DataModule& data);
+  Metrics test(Module& module, DataModule& data, const std::string& ckpt_path = "");
+  /// Predicted classes of the predict loader's rows, with their ids.
+  std::vector<std::pair<int64_t, int64_t>> predict(Module& module, DataModule& data);
+
+  /// Writes a checkpoint of the current state to `path` (temp file, fsync, rename).
+  void SaveCheckpoint(const std::string& path, bool weights_only = false);
+
+  // State callbacks read.
+  int64_t current_epoch() const { return epoch_; }
+  int64_t global_step() const { return global_step_; }
+  const Metrics& callback_metrics() const { return metrics_; }
+  bool should_stop = false;
+  bool sanity_checking() const { return sanity_checking_; }
+  const TrainerOptions& options() const { return options_; }
+  /// The share of training step time spent waiting for the loader in the last epoch.
+  double input_wait_share() const { return input_wait_share_; }
+  std::string best_model_path() const;
+  std::string last_model_path() const;
+
+ private:
+  Metrics RunEvaluation(Module& module, const data::LoaderOptions& options, const std::string& stage, double limit,
+                        int64_t max_batches = -1);
+  /// Loads the weights, and unless `weights_only` the optimizer, loop, callback, loader and RNG
+  /// state to resume from.
+  void LoadCheckpoint(Module& module, const std::string& path, bool weights_only = false);
+  std::string ResolveCheckpoint(const std::string& ckpt_path) const;
+  int64_t BatchLimit(double limit, int64_t available) const;
+  void Progress(const std::string& line) const;
+
+  TrainerOptions options_;
+  std::vector<std::shared_ptr<Callback>> callbacks_;
+  Module* module_ = nullptr;
+  std::unique_ptr<torch::optim::Optimizer> optimizer_;
+  std::unique_ptr<data::Loader> train_loader_;
+  std::optional<data::LoaderState> resume_loader_state_;
+  int64_t epoch_ = 0;
+  int64_t global_step_ = 0;
+  int64_t batch_in_epoch_ = 0;
+  Metrics metrics_;
+  bool sanity_checking_ = false;
+  bool resume_log_ = false;
+  double input_wait_share_ = 0;
+  std::chrono::steady_clock::time_point start_;
+};
+
+}  // namespace shoal::train

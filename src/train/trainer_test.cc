@@ -1,0 +1,140 @@
+#include <gtest/gtest.h>
+#include <torch/serialize.h>
+#include <torch/torch.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#include "data/testing.h"
+#include "train/run.h"
+#include "util/error.h"
+#include "util/file.h"
+
+namespace shoal::train {
+namespace {
+
+namespace fs = std::filesystem;
+
+class TrainerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("shoal_trainer_test_" + std::to_string(::getpid()));
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    data::testing::MakeImageTable(dir_, "t", 100, 40);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  // An MLP with dropout on the 8x8 table: 80 rows train (10 batches an epoch), 20 validate.
+  nlohmann::json Config(const std::string& run) const {
+    return {
+        {"model", {{"name", "mlp"}, {"hidden", {32}}, {"dropout", 0.2}}},
+        {"optimizer", {{"name", "adam"}, {"lr", 0.01}}},
+        {"data",
+         {{"root", dir_.string()},
+          {"dataset", ""},
+          {"train_table", "t"},
+          {"test_table", "t"},
+          {"train_where", "id < 80"},
+          {"val_where", "id >= 80"},
+          {"batch_size", 8},
+          {"threads", 1}}},
+        {"trainer",
+         {{"max_epochs", 3},
+          {"seed", 5},
+          {"num_sanity_val_steps", 0},
+          {"enable_progress_bar", false},
+          {"default_root_dir", (dir_ / run).string()}}},
+        {"callbacks",
+         {{"early_stopping", {{"enabled", false}}},
+          {"model_checkpoint",
+           {{"monitor", ""}, {"filename", "{step}"}, {"every_n_train_steps", 5}, {"save_top_k", -1}, {"save_last", true}}}}},
+    };
+  }
+
+  static c10::Dict<c10::IValue, c10::IValue> Load(const std::string& path) {
+    std::vector<uint8_t> bytes = ReadFile(path);
+    return torch::pickle_load(std::vector<char>(bytes.begin(), bytes.end())).toGenericDict();
+  }
+
+  fs::path dir_;
+};
+
+TEST_F(TrainerTest, ResumingMidEpochEndsWithTheWeightsOfAnUninterruptedRun) {
+  nlohmann::json whole = RunTrain(Config("whole"));
+  EXPECT_EQ(whole["global_step"], 30);
+  EXPECT_TRUE(whole.contains("test_acc"));
+  // A run stopped at step 17; its last checkpoint is from step 15, in the middle of epoch 1.
+  nlohmann::json first = Config("first");
+  first["trainer"]["max_steps"] = 17;
+  RunTrain(first);
+  std::string mid = (dir_ / "first" / "checkpoints" / "last.ckpt").string();
+  auto mid_ckpt = Load(mid);
+  EXPECT_EQ(mid_ckpt.at("global_step").toInt(), 15);
+  auto loops = mid_ckpt.at("loops").toGenericDict();
+  EXPECT_EQ(loops.at("epoch").toInt(), 1);
+  EXPECT_EQ(loops.at("batch_in_epoch").toInt(), 5);
+  nlohmann::json resumed = Config("resumed");
+  resumed["trainer"]["ckpt_path"] = mid;
+  nlohmann::json out = RunTrain(resumed);
+  EXPECT_EQ(out["global_step"], 30);
+  auto a = Load((dir_ / "whole" / "checkpoints" / "last.ckpt").string()).at("state_dict").toGenericDict();
+  auto b = Load((dir_ / "resumed" / "checkpoints" / "last.ckpt").string()).at("state_dict").toGenericDict();
+  ASSERT_EQ(a.size(), b.size());
+  for (const auto& entry : a) {
+    at::Tensor x = entry.value().toTensor(), y = b.at(entry.key()).toTensor();
+    EXPECT_TRUE(torch::allclose(x, y, 0, 1e-6)) << entry.key().toStringRef() << " differs";
+  }
+  EXPECT_DOUBLE_EQ(out["test_acc"].get<double>(), whole["test_acc"].get<double>());
+}
+
+TEST_F(TrainerTest, PythonTorchLoadOpensACheckpoint) {
+  nlohmann::json config = Config("py");
+  config["trainer"]["max_epochs"] = 1;
+  RunTrain(config);
+  std::string ckpt = (dir_ / "py" / "checkpoints" / "last.ckpt").string();
+  std::string script = (dir_ / "load.py").string();
+  std::ofstream(script) << "import sys, torch\n"
+                           "c = torch.load(sys.argv[1])\n"
+                           "sd = c['state_dict']\n"
+                           "assert sorted(sd) == ['layers.0.bias', 'layers.0.weight', 'layers.1.bias', 'layers.1.weight'], sorted(sd)\n"
+                           "assert sd['layers.0.weight'].shape == (32, 64)\n"
+                           "m = torch.nn.Sequential(torch.nn.Linear(64, 32), torch.nn.ReLU(), torch.nn.Linear(32, 10))\n"
+                           "m.load_state_dict({k.replace('layers.1', '2').replace('layers.0', '0'): v for k, v in sd.items()})\n"
+                           "opt = c['optimizer_states'][0]\n"
+                           "assert opt['param_groups'][0]['lr'] == 0.01 and len(opt['state']) == 4\n"
+                           "print(c['epoch'], c['global_step'], c['shoal_version'], c['hyper_parameters']['model.name'])\n";
+  std::string out = (dir_ / "py.out").string();
+  int status = std::system(("/usr/bin/python3 " + script + " " + ckpt + " > " + out + " 2>&1").c_str());
+  std::vector<uint8_t> printed = ReadFile(out);
+  std::string text(printed.begin(), printed.end());
+  ASSERT_EQ(status, 0) << text;
+  EXPECT_NE(text.find("0 10 0.1.0 mlp"), std::string::npos) << text;
+}
+
+TEST_F(TrainerTest, CorruptOrMismatchedCheckpointsAreClearErrors) {
+  std::string garbage = (dir_ / "garbage.ckpt").string();
+  WriteFileAtomically(garbage, "not a checkpoint at all");
+  try {
+    RunTest(Config("x"), garbage);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("is corrupt or not a checkpoint"), std::string::npos) << e.what();
+  }
+  nlohmann::json config = Config("m");
+  config["trainer"]["max_epochs"] = 1;
+  RunTrain(config);
+  nlohmann::json wider = Config("m");
+  wider["model"]["hidden"] = {16};
+  try {
+    RunTest(wider, (dir_ / "m" / "checkpoints" / "last.ckpt").string());
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("has shape [32, 64], the model's is [16, 64]"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace shoal::train
