@@ -295,4 +295,18 @@ void ModelCheckpoint::load_state_dict(const nlohmann::json& state) {
   }
 }
 
+// ---- LearningRateMonitor ----
+
+LearningRateMonitor::LearningRateMonitor(std::string logging_interval) : interval_(std::move(logging_interval)) {
+  if (interval_ != "epoch" && interval_ != "step") throw InvalidError("LearningRateMonitor logging_interval must be epoch or step");
+}
+
+void LearningRateMonitor::on_train_epoch_start(Trainer& trainer) {
+  if (interval_ == "epoch") trainer.LogMetric("lr-" + trainer.optimizer_name(), trainer.learning_rate());
+}
+
+void LearningRateMonitor::on_train_batch_end(Trainer& trainer, const Metrics&) {
+  if (interval_ == "step") trainer.LogMetric("lr-" + trainer.optimizer_name(), trainer.learning_rate());
+}
+
 }  // namespace shoal::train

@@ -129,4 +129,17 @@ class ModelCheckpoint : public Callback {
   int64_t last_saved_step_ = -1;
 };
 
+/// Lightning's LearningRateMonitor: logs the learning rate as "lr-<Optimizer>" (lr-Adam, lr-SGD)
+/// at each epoch's start, or after every optimizer step with logging_interval "step".
+class LearningRateMonitor : public Callback {
+ public:
+  explicit LearningRateMonitor(std::string logging_interval = "epoch");
+  std::string name() const override { return "LearningRateMonitor"; }
+  void on_train_epoch_start(Trainer& trainer) override;
+  void on_train_batch_end(Trainer& trainer, const Metrics& step_metrics) override;
+
+ private:
+  std::string interval_;
+};
+
 }  // namespace shoal::train

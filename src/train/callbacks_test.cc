@@ -80,7 +80,9 @@ TEST(EarlyStoppingTest, StateRoundTrips) {
   EXPECT_DOUBLE_EQ(b.best_score(), 1.0);
   EXPECT_FALSE(b.Evaluate(1.2).first);
   EXPECT_TRUE(b.Evaluate(1.2).first);  // the third check without improvement
-  EXPECT_THROW(EarlyStopping(EarlyStoppingOptions{.mode = "sideways"}), Error);
+  EarlyStoppingOptions sideways;
+  sideways.mode = "sideways";
+  EXPECT_THROW(EarlyStopping{sideways}, Error);
 }
 
 TEST(ModelCheckpointTest, FileNamesFollowTheTemplate) {

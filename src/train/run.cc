@@ -27,6 +27,20 @@ json Defaults() {
       {"model", {{"name", "simple_cnn"}, {"num_classes", 10}, {"dropout", 0.25}, {"hidden", json::array()}}},
       {"optimizer",
        {{"name", "adam"}, {"lr", 0.001}, {"weight_decay", 0.0}, {"momentum", 0.9}, {"nesterov", false}}},
+      {"scheduler",
+       {{"name", "none"},
+        {"interval", "epoch"},
+        {"frequency", 1},
+        {"step_size", 10},
+        {"gamma", 0.1},
+        {"milestones", json::array()},
+        {"t_max", 10},
+        {"eta_min", 0.0},
+        {"max_lr", 0.0},
+        {"total_steps", 0},
+        {"pct_start", 0.3},
+        {"warmup", 0},
+        {"warmup_start_factor", 0.01}}},
       {"data",
        {{"root", "./shoal-data"},
         {"dataset", "fashion-mnist"},
@@ -81,6 +95,7 @@ json Defaults() {
           {"stopping_threshold", nullptr},
           {"divergence_threshold", nullptr},
           {"check_on_train_epoch_end", false}}},
+        {"lr_monitor", {{"enabled", true}, {"logging_interval", "epoch"}}},
         {"model_checkpoint",
          {{"enabled", true},
           {"dirpath", ""},
@@ -125,7 +140,8 @@ T Value(const json& section, const char* key, const std::string& where) {
 
 class Classifier : public Module {
  public:
-  Classifier(std::shared_ptr<models::Network> net, json optimizer) : net_(std::move(net)), optimizer_(std::move(optimizer)) {
+  Classifier(std::shared_ptr<models::Network> net, json optimizer, json scheduler)
+      : net_(std::move(net)), optimizer_(std::move(optimizer)), scheduler_(std::move(scheduler)) {
     // The network's layers are this module's children, so parameter names carry no prefix.
     for (const auto& child : net_->named_children()) register_module(child.key(), child.value());
   }
@@ -149,10 +165,29 @@ class Classifier : public Module {
     }
     throw InvalidError("unknown optimizer '" + name + "' (known: adam, adamw, sgd)");
   }
+  std::optional<ScheduleOptions> configure_scheduler() override {
+    const json& s = scheduler_;
+    ScheduleOptions o;
+    o.name = Value<std::string>(s, "name", "scheduler");
+    o.interval = Value<std::string>(s, "interval", "scheduler");
+    o.frequency = Value<int>(s, "frequency", "scheduler");
+    o.step_size = Value<int64_t>(s, "step_size", "scheduler");
+    o.gamma = Value<double>(s, "gamma", "scheduler");
+    o.milestones = Value<std::vector<int64_t>>(s, "milestones", "scheduler");
+    o.t_max = Value<int64_t>(s, "t_max", "scheduler");
+    o.eta_min = Value<double>(s, "eta_min", "scheduler");
+    o.max_lr = Value<double>(s, "max_lr", "scheduler");
+    o.total_steps = Value<int64_t>(s, "total_steps", "scheduler");
+    o.pct_start = Value<double>(s, "pct_start", "scheduler");
+    o.warmup = Value<int64_t>(s, "warmup", "scheduler");
+    o.warmup_start_factor = Value<double>(s, "warmup_start_factor", "scheduler");
+    ValidateSchedule(o);
+    return o;
+  }
 
  private:
   std::shared_ptr<models::Network> net_;
-  json optimizer_;
+  json optimizer_, scheduler_;
 };
 
 // Loaders over the config's tables; prepare_data ingests the named data set when they are missing.
@@ -254,7 +289,7 @@ Built Build(const json& raw) {
   m.in_channels = shape[0];
   m.image_size = shape[1];
   torch::manual_seed(Value<uint64_t>(t, "seed", "trainer"));
-  b.module = std::make_shared<Classifier>(models::CreateModel(m), c["optimizer"]);
+  b.module = std::make_shared<Classifier>(models::CreateModel(m), c["optimizer"], c["scheduler"]);
 
   TrainerOptions o;
   o.max_epochs = Value<int64_t>(t, "max_epochs", "trainer");
@@ -295,6 +330,10 @@ Built Build(const json& raw) {
     if (!es["divergence_threshold"].is_null()) e.divergence_threshold = Value<double>(es, "divergence_threshold", "callbacks.early_stopping");
     e.check_on_train_epoch_end = Value<bool>(es, "check_on_train_epoch_end", "callbacks.early_stopping");
     callbacks.push_back(std::make_shared<EarlyStopping>(e));
+  }
+  const json& lr = c["callbacks"]["lr_monitor"];
+  if (Value<bool>(lr, "enabled", "callbacks.lr_monitor")) {
+    callbacks.push_back(std::make_shared<LearningRateMonitor>(Value<std::string>(lr, "logging_interval", "callbacks.lr_monitor")));
   }
   const json& mc = c["callbacks"]["model_checkpoint"];
   if (Value<bool>(mc, "enabled", "callbacks.model_checkpoint")) {

@@ -288,7 +288,17 @@ void Trainer::SaveCheckpoint(const std::string& path, bool weights_only) {
     c10::List<c10::IValue> optimizers(c10::AnyType::get());
     if (optimizer_) optimizers.push_back(OptimizerState(*optimizer_));
     ckpt.insert("optimizer_states", optimizers);
-    ckpt.insert("lr_schedulers", c10::List<c10::IValue>(c10::AnyType::get()));
+    c10::List<c10::IValue> schedulers(c10::AnyType::get());
+    if (schedule_) {
+      Dict s = NewDict();
+      s.insert("name", schedule_->name);
+      s.insert("interval", schedule_->interval);
+      s.insert("last_epoch", schedule_t_);
+      s.insert("ticks", schedule_ticks_);
+      s.insert("base_lrs", c10::List<double>(base_lrs_));
+      schedulers.push_back(s);
+    }
+    ckpt.insert("lr_schedulers", schedulers);
     Dict loops = NewDict();
     loops.insert("epoch", epoch);
     loops.insert("batch_in_epoch", batch);
@@ -355,6 +365,15 @@ void Trainer::LoadCheckpoint(Module& module, const std::string& path, bool weigh
   global_step_ = Get(ckpt, "global_step", where).toInt();
   auto optimizers = Get(ckpt, "optimizer_states", where).toList();
   if (optimizer_ && optimizers.size() > 0) RestoreOptimizer(*optimizer_, optimizers.get(0).toGenericDict(), where);
+  auto schedulers = Get(ckpt, "lr_schedulers", where).toList();
+  if (schedule_ && schedulers.size() > 0) {
+    Dict s = schedulers.get(0).toGenericDict();
+    schedule_t_ = Get(s, "last_epoch", where).toInt();
+    schedule_ticks_ = s.contains("ticks") ? Get(s, "ticks", where).toInt() : 0;
+    base_lrs_ = Get(s, "base_lrs", where).toDoubleVector();
+    if (base_lrs_.size() != optimizer_->param_groups().size()) throw InvalidError(where + ": scheduler state does not fit the optimizer");
+    ApplySchedule();
+  }
   auto callback_states = Get(ckpt, "callbacks", where).toGenericDict();
   for (const auto& c : callbacks_) {
     auto it = callback_states.find(c->name());
@@ -411,6 +430,15 @@ void Trainer::fit(Module& module, DataModule& data, const std::string& ckpt_path
   std::optional<data::LoaderOptions> val_options = data.val_loader();
   optimizer_ = module.configure_optimizers();
   if (!optimizer_) throw InvalidError("configure_optimizers() returned no optimizer");
+  schedule_ = module.configure_scheduler();
+  if (schedule_ && schedule_->name == "none" && schedule_->warmup == 0) schedule_.reset();
+  base_lrs_.clear();
+  for (auto& group : optimizer_->param_groups()) base_lrs_.push_back(group.options().get_lr());
+  schedule_t_ = schedule_ticks_ = 0;
+  if (schedule_) {
+    ValidateSchedule(*schedule_);
+    ApplySchedule();
+  }
   const bool resuming = !ckpt_path.empty();
   if (resuming) {
     resume_log_ = true;
@@ -479,6 +507,7 @@ void Trainer::fit(Module& module, DataModule& data, const std::string& ckpt_path
         optimizer_->step();
         optimizer_->zero_grad();
         ++global_step_;
+        AdvanceSchedule("step");
         for (const auto& c : callbacks_) c->on_train_batch_end(*this, logged.step_values);
         if (global_step_ % options_.log_every_n_steps == 0) {
           double elapsed = Seconds(epoch_start);
@@ -512,6 +541,7 @@ void Trainer::fit(Module& module, DataModule& data, const std::string& ckpt_path
     if ((epoch_ + 1) % options_.check_val_every_n_epoch == 0) validate();
     module.on_train_epoch_end();
     for (const auto& c : callbacks_) c->on_train_epoch_end(*this);
+    AdvanceSchedule("epoch");
     std::string line = "epoch " + std::to_string(epoch_) + " done in " + Fixed(epoch_seconds, 1) + " s, step " +
                        std::to_string(global_step_) + ", waiting on data " + Fixed(100 * input_wait_share_, 1) + "%:";
     for (const auto& [k, v] : metrics_) {
@@ -531,6 +561,33 @@ void Trainer::fit(Module& module, DataModule& data, const std::string& ckpt_path
   }
   module.on_fit_end();
   for (const auto& c : callbacks_) c->on_fit_end(*this);
+}
+
+void Trainer::ApplySchedule() {
+  if (!schedule_ || !optimizer_) return;
+  auto& groups = optimizer_->param_groups();
+  for (size_t i = 0; i < groups.size() && i < base_lrs_.size(); ++i) {
+    groups[i].options().set_lr(ScheduledLr(*schedule_, base_lrs_[i], schedule_t_));
+  }
+}
+
+void Trainer::AdvanceSchedule(const std::string& interval) {
+  if (!schedule_ || schedule_->interval != interval) return;
+  if (++schedule_ticks_ < schedule_->frequency) return;
+  schedule_ticks_ = 0;
+  ++schedule_t_;
+  ApplySchedule();
+}
+
+double Trainer::learning_rate() const {
+  return optimizer_ && !optimizer_->param_groups().empty() ? optimizer_->param_groups()[0].options().get_lr() : 0.0;
+}
+
+std::string Trainer::optimizer_name() const {
+  if (dynamic_cast<torch::optim::Adam*>(optimizer_.get())) return "Adam";
+  if (dynamic_cast<torch::optim::AdamW*>(optimizer_.get())) return "AdamW";
+  if (dynamic_cast<torch::optim::SGD*>(optimizer_.get())) return "SGD";
+  return "optimizer";
 }
 
 Metrics Trainer::validate(Module& module, DataModule& data) {

@@ -16,6 +16,7 @@
 #include "data/loader.h"
 #include "train/batch_tensors.h"
 #include "train/callbacks.h"
+#include "train/schedule.h"
 
 namespace shoal::train {
 
@@ -33,6 +34,9 @@ class Module : public torch::nn::Module {
   /// Class predictions.
   virtual at::Tensor predict_step(const TensorBatch& batch, int64_t batch_idx);
   virtual std::unique_ptr<torch::optim::Optimizer> configure_optimizers() = 0;
+  /// The learning-rate schedule to go with the optimizer (interval, frequency, kind, warmup);
+  /// none by default.
+  virtual std::optional<ScheduleOptions> configure_scheduler() { return std::nullopt; }
 
   virtual void on_fit_start() {}
   virtual void on_fit_end() {}
@@ -120,6 +124,11 @@ class Trainer {
   double input_wait_share() const { return input_wait_share_; }
   std::string best_model_path() const;
   std::string last_model_path() const;
+  /// The learning rate of the optimizer's first parameter group, and the optimizer's name.
+  double learning_rate() const;
+  std::string optimizer_name() const;
+  /// Records a metric into callback_metrics() (for callbacks such as LearningRateMonitor).
+  void LogMetric(const std::string& name, double value) { metrics_[name] = value; }
 
  private:
   Metrics RunEvaluation(Module& module, const data::LoaderOptions& options, const std::string& stage, double limit,
@@ -133,8 +142,15 @@ class Trainer {
 
   TrainerOptions options_;
   std::vector<std::shared_ptr<Callback>> callbacks_;
+  void AdvanceSchedule(const std::string& interval);
+  void ApplySchedule();
+
   Module* module_ = nullptr;
   std::unique_ptr<torch::optim::Optimizer> optimizer_;
+  std::optional<ScheduleOptions> schedule_;
+  std::vector<double> base_lrs_;
+  int64_t schedule_t_ = 0;      // the schedule's position
+  int64_t schedule_ticks_ = 0;  // intervals since it last moved (for frequency)
   std::unique_ptr<data::Loader> train_loader_;
   std::optional<data::LoaderState> resume_loader_state_;
   int64_t epoch_ = 0;

@@ -9,6 +9,7 @@
 
 #include "data/testing.h"
 #include "train/run.h"
+#include "train/schedule.h"
 #include "util/error.h"
 #include "util/file.h"
 
@@ -32,6 +33,7 @@ class TrainerTest : public ::testing::Test {
     return {
         {"model", {{"name", "mlp"}, {"hidden", {32}}, {"dropout", 0.2}}},
         {"optimizer", {{"name", "adam"}, {"lr", 0.01}}},
+        {"scheduler", {{"name", "cosine"}, {"interval", "step"}, {"t_max", 30}, {"warmup", 3}}},
         {"data",
          {{"root", dir_.string()},
           {"dataset", ""},
@@ -66,6 +68,12 @@ TEST_F(TrainerTest, ResumingMidEpochEndsWithTheWeightsOfAnUninterruptedRun) {
   nlohmann::json whole = RunTrain(Config("whole"));
   EXPECT_EQ(whole["global_step"], 30);
   EXPECT_TRUE(whole.contains("test_acc"));
+  // LearningRateMonitor logged the cosine schedule's rate at the last epoch's start (step 23).
+  ScheduleOptions cosine;
+  cosine.name = "cosine";
+  cosine.t_max = 30;
+  cosine.warmup = 3;
+  EXPECT_NEAR(whole["lr-Adam"].get<double>(), ScheduledLr(cosine, 0.01, 20), 1e-6);  // the JSON keeps 6 decimals
   // A run stopped at step 17; its last checkpoint is from step 15, in the middle of epoch 1.
   nlohmann::json first = Config("first");
   first["trainer"]["max_steps"] = 17;
@@ -104,7 +112,9 @@ TEST_F(TrainerTest, PythonTorchLoadOpensACheckpoint) {
                            "m = torch.nn.Sequential(torch.nn.Linear(64, 32), torch.nn.ReLU(), torch.nn.Linear(32, 10))\n"
                            "m.load_state_dict({k.replace('layers.1', '2').replace('layers.0', '0'): v for k, v in sd.items()})\n"
                            "opt = c['optimizer_states'][0]\n"
-                           "assert opt['param_groups'][0]['lr'] == 0.01 and len(opt['state']) == 4\n"
+                           "assert 0 < opt['param_groups'][0]['lr'] < 0.01 and len(opt['state']) == 4\n"
+                           "s = c['lr_schedulers'][0]\n"
+                           "assert s['name'] == 'cosine' and s['last_epoch'] == 10 and s['base_lrs'] == [0.01], s\n"
                            "print(c['epoch'], c['global_step'], c['shoal_version'], c['hyper_parameters']['model.name'])\n";
   std::string out = (dir_ / "py.out").string();
   int status = std::system(("/usr/bin/python3 " + script + " " + ckpt + " > " + out + " 2>&1").c_str());
