@@ -4,6 +4,7 @@
 #include <torch/nn/module.h>
 #include <torch/nn/modules/batchnorm.h>
 #include <torch/nn/modules/container/modulelist.h>
+#include <torch/nn/modules/container/sequential.h>
 #include <torch/nn/modules/conv.h>
 #include <torch/nn/modules/dropout.h>
 #include <torch/nn/modules/linear.h>
@@ -15,12 +16,14 @@
 namespace shoal::models {
 
 struct ModelOptions {
-  std::string name = "simple_cnn";  ///< simple_cnn or mlp
+  std::string name = "simple_cnn";  ///< simple_cnn, mlp, resnet18, resnet34, mobilenet_v2
   int in_channels = 1;
   int image_size = 28;              ///< height = width of the input
   int num_classes = 10;
   std::vector<int> hidden = {};     ///< mlp: hidden layer widths (default 256, 128)
   double dropout = 0.25;
+  std::string stem = "imagenet";    ///< resnet: imagenet (7x7/2 conv and max pool) or cifar (3x3/1 conv)
+  double width_mult = 1.0;          ///< mobilenet_v2: channel width multiplier
 };
 
 /// A network mapping float images [N, C, H, W] to logits [N, num_classes].
@@ -53,6 +56,33 @@ class Mlp : public Network {
  private:
   std::vector<torch::nn::Linear> layers_;
   double dropout_;
+};
+
+/// ResNet-18/34 (BasicBlock) with torchvision's parameter names: conv1, bn1, layer1..layer4
+/// (blocks with conv1, bn1, conv2, bn2, downsample.0/.1), fc. The CIFAR stem is a 3x3 stride-1
+/// conv1 without the max pool.
+class ResNet : public Network {
+ public:
+  ResNet(const ModelOptions& options, const std::vector<int>& blocks);
+  at::Tensor forward(const at::Tensor& x) override;
+
+ private:
+  torch::nn::Conv2d conv1_{nullptr};
+  torch::nn::BatchNorm2d bn1_{nullptr};
+  std::vector<torch::nn::Sequential> layers_;
+  torch::nn::Linear fc_{nullptr};
+  bool max_pool_ = true;
+};
+
+/// MobileNetV2 with torchvision's structure and names (features.N..., classifier.1) and its
+/// width multiplier rule (channels rounded to multiples of 8).
+class MobileNetV2 : public Network {
+ public:
+  explicit MobileNetV2(const ModelOptions& options);
+  at::Tensor forward(const at::Tensor& x) override;
+
+ private:
+  torch::nn::Sequential features_{nullptr}, classifier_{nullptr};
 };
 
 /// The network `options.name` names. Throws InvalidError for an unknown name, listing the known.

@@ -24,7 +24,13 @@ namespace {
 // Every key a config may hold, with its default.
 json Defaults() {
   return {
-      {"model", {{"name", "simple_cnn"}, {"num_classes", 10}, {"dropout", 0.25}, {"hidden", json::array()}}},
+      {"model",
+       {{"name", "simple_cnn"},
+        {"num_classes", 10},
+        {"dropout", 0.25},
+        {"hidden", json::array()},
+        {"stem", "imagenet"},
+        {"width_mult", 1.0}}},
       {"optimizer",
        {{"name", "adam"}, {"lr", 0.001}, {"weight_decay", 0.0}, {"momentum", 0.9}, {"nesterov", false}}},
       {"scheduler",
@@ -286,6 +292,8 @@ Built Build(const json& raw) {
   m.num_classes = Value<int>(c["model"], "num_classes", "model");
   m.dropout = Value<double>(c["model"], "dropout", "model");
   m.hidden = Value<std::vector<int>>(c["model"], "hidden", "model");
+  m.stem = Value<std::string>(c["model"], "stem", "model");
+  m.width_mult = Value<double>(c["model"], "width_mult", "model");
   m.in_channels = shape[0];
   m.image_size = shape[1];
   torch::manual_seed(Value<uint64_t>(t, "seed", "trainer"));
