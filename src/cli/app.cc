@@ -84,6 +84,7 @@ void AddTorchCommands(CLI::App& app) {
       {"train", "Train a model from a YAML config (--config FILE [--section.key=value ...]); see 'shoal train --help'"},
       {"test", "Test a checkpoint on a test table (--ckpt C [--config FILE])"},
       {"predict", "Predict a table's classes into a new Delta table (--ckpt C --table T --out TABLE)"},
+      {"export", "Export a checkpoint's weights as safetensors (--ckpt C --out FILE.safetensors)"},
   };
   for (const auto& [name, description] : commands) {
     CLI::App* sub = app.add_subcommand(name, description);

@@ -11,6 +11,7 @@
 #include "cli/app.h"
 #include "train/config.h"
 #include "train/run.h"
+#include "train/safetensors.h"
 #include "util/error.h"
 #include "util/file.h"
 #include "util/memory.h"
@@ -63,6 +64,14 @@ int Main(int argc, char** argv) {
   predict->callback([&] {
     nlohmann::json config = LoadConfig(config_path, predict->remaining());
     std::cout << shoal::train::RunPredict(config, ckpt, table, out).dump() << std::endl;
+  });
+
+  CLI::App* exporter = app.add_subcommand("export", "Export a checkpoint's weights as safetensors");
+  exporter->add_option("--ckpt", ckpt, "The checkpoint file")->required();
+  exporter->add_option("--out", out, "The .safetensors file to write")->required();
+  exporter->callback([&] {
+    int count = shoal::train::ExportSafetensors(ckpt, out);
+    std::cout << nlohmann::json{{"out", out}, {"tensors", count}, {"checkpoint", ckpt}}.dump() << std::endl;
   });
 
   try {

@@ -9,6 +9,7 @@
 
 #include "data/testing.h"
 #include "train/run.h"
+#include "train/safetensors.h"
 #include "train/schedule.h"
 #include "util/error.h"
 #include "util/file.h"
@@ -116,12 +117,26 @@ TEST_F(TrainerTest, PythonTorchLoadOpensACheckpoint) {
                            "s = c['lr_schedulers'][0]\n"
                            "assert s['name'] == 'cosine' and s['last_epoch'] == 10 and s['base_lrs'] == [0.01], s\n"
                            "print(c['epoch'], c['global_step'], c['shoal_version'], c['hyper_parameters']['model.name'])\n";
+  // The same weights exported to safetensors, read back by hand from the format's layout.
+  std::string st = (dir_ / "py.safetensors").string();
+  EXPECT_EQ(ExportSafetensors(ckpt, st), 4);
+  std::ofstream(script, std::ios::app) << "import json, struct\n"
+                                           "raw = open(sys.argv[2], 'rb').read()\n"
+                                           "n = struct.unpack('<Q', raw[:8])[0]\n"
+                                           "h = json.loads(raw[8:8 + n])\n"
+                                           "for k, v in sd.items():\n"
+                                           "    b, e = h[k]['data_offsets']\n"
+                                           "    assert h[k]['dtype'] == 'F32' and h[k]['shape'] == list(v.shape)\n"
+                                           "    t = torch.frombuffer(bytearray(raw[8 + n + b:8 + n + e]), dtype=torch.float32).reshape(v.shape)\n"
+                                           "    assert torch.equal(t, v), k\n"
+                                           "print('safetensors ok')\n";
   std::string out = (dir_ / "py.out").string();
-  int status = std::system(("/usr/bin/python3 " + script + " " + ckpt + " > " + out + " 2>&1").c_str());
+  int status = std::system(("/usr/bin/python3 " + script + " " + ckpt + " " + st + " > " + out + " 2>&1").c_str());
   std::vector<uint8_t> printed = ReadFile(out);
   std::string text(printed.begin(), printed.end());
   ASSERT_EQ(status, 0) << text;
   EXPECT_NE(text.find("0 10 0.1.0 mlp"), std::string::npos) << text;
+  EXPECT_NE(text.find("safetensors ok"), std::string::npos) << text;
 }
 
 TEST_F(TrainerTest, CorruptOrMismatchedCheckpointsAreClearErrors) {
