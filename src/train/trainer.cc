@@ -4,6 +4,9 @@
 #include <torch/serialize.h>
 #include <torch/torch.h>
 
+#include <unistd.h>
+
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <iostream>
@@ -219,8 +222,20 @@ Trainer::Trainer(TrainerOptions options, std::vector<std::shared_ptr<Callback>> 
   }
 }
 
-void Trainer::Progress(const std::string& line) const {
-  if (options_.enable_progress_bar) std::cerr << "shoal train: " << line << std::endl;
+// On a terminal, step lines redraw one line in place with a bar; elsewhere (logs, CI) every
+// line is kept.
+void Trainer::Progress(const std::string& line, double done) const {
+  if (!options_.enable_progress_bar) return;
+  static const bool tty = ::isatty(2) != 0;
+  if (tty && done >= 0) {
+    const int width = 20, filled = static_cast<int>(std::lround(std::clamp(done, 0.0, 1.0) * width));
+    std::cerr << "\r\033[K[" << std::string(filled, '#') << std::string(width - filled, '.') << "] " << line << std::flush;
+    transient_ = true;
+    return;
+  }
+  if (transient_) std::cerr << "\r\033[K";
+  transient_ = false;
+  std::cerr << "shoal train: " << line << std::endl;
 }
 
 int64_t Trainer::BatchLimit(double limit, int64_t available) const {
@@ -520,7 +535,7 @@ void Trainer::fit(Module& module, DataModule& data, const std::string& ckpt_path
             auto it = logged.step_values.find(name);
             if (it != logged.step_values.end()) line += " " + name + "=" + Fixed(it->second, 4);
           }
-          Progress(line);
+          Progress(line, static_cast<double>(batch_in_epoch_) / static_cast<double>(per_epoch));
         }
         if (options_.max_steps > 0 && global_step_ >= options_.max_steps) should_stop = true;
         if (options_.max_time_s > 0 && Seconds(start_) >= options_.max_time_s) should_stop = true;

@@ -138,7 +138,8 @@ class Trainer {
   void LoadCheckpoint(Module& module, const std::string& path, bool weights_only = false);
   std::string ResolveCheckpoint(const std::string& ckpt_path) const;
   int64_t BatchLimit(double limit, int64_t available) const;
-  void Progress(const std::string& line) const;
+  /// A progress line; `done` (0..1) marks a step line, which a terminal redraws in place.
+  void Progress(const std::string& line, double done = -1) const;
 
   TrainerOptions options_;
   std::vector<std::shared_ptr<Callback>> callbacks_;
@@ -159,6 +160,7 @@ class Trainer {
   Metrics metrics_;
   bool sanity_checking_ = false;
   bool resume_log_ = false;
+  mutable bool transient_ = false;  // a step line is on the terminal, to be cleared
   double input_wait_share_ = 0;
   std::chrono::steady_clock::time_point start_;
 };
