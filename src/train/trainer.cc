@@ -233,9 +233,13 @@ void Trainer::Progress(const std::string& line, double done) const {
     transient_ = true;
     return;
   }
-  if (transient_) std::cerr << "\r\033[K";
-  transient_ = false;
+  ClearProgress();
   std::cerr << "shoal train: " << line << std::endl;
+}
+
+void Trainer::ClearProgress() const {
+  if (transient_) std::cerr << "\r\033[K" << std::flush;
+  transient_ = false;
 }
 
 int64_t Trainer::BatchLimit(double limit, int64_t available) const {
@@ -475,6 +479,7 @@ void Trainer::fit(Module& module, DataModule& data, const std::string& ckpt_path
            " batches an epoch, up to " + std::to_string(options_.max_epochs) + " epochs");
   auto validate = [&] {
     if (!val_options) return;
+    ClearProgress();
     Metrics val = RunEvaluation(module, *val_options, "val", options_.limit_val_batches);
     for (const auto& [k, v] : val) metrics_[k] = v;
     module.on_validation_epoch_end();
@@ -551,6 +556,7 @@ void Trainer::fit(Module& module, DataModule& data, const std::string& ckpt_path
       if (v.second > 0) metrics_[k] = v.first / static_cast<double>(v.second);
     }
     const double epoch_seconds = Seconds(epoch_start);
+    ClearProgress();  // callbacks and validation may print
     input_wait_share_ = epoch_seconds > 0 ? waited / epoch_seconds : 0;
     metrics_["input_wait_share"] = input_wait_share_;
     if ((epoch_ + 1) % options_.check_val_every_n_epoch == 0) validate();

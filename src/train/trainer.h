@@ -140,6 +140,7 @@ class Trainer {
   int64_t BatchLimit(double limit, int64_t available) const;
   /// A progress line; `done` (0..1) marks a step line, which a terminal redraws in place.
   void Progress(const std::string& line, double done = -1) const;
+  void ClearProgress() const;
 
   TrainerOptions options_;
   std::vector<std::shared_ptr<Callback>> callbacks_;
