@@ -8,7 +8,7 @@ JOBS ?= $(shell nproc)
 FUZZ_SECONDS ?= 60
 CMAKE_FLAGS ?=
 
-.PHONY: help deps build test run test-asan test-tsan fuzz-parquet bench-parquet bench-delta bench-loader format lint clean
+.PHONY: help deps build test run test-asan test-tsan fuzz-parquet bench-parquet bench-delta bench-loader bench-train format lint clean
 
 help:
 	@echo "make run        install dependencies, build, and run the main job"
@@ -20,6 +20,7 @@ help:
 	@echo "make bench-parquet  Parquet scan against DuckDB, side by side (figures in docs/benchmarks.md)"
 	@echo "make bench-delta    Delta snapshot load times: long logs, checkpoints, many files"
 	@echo "make bench-loader   the loader against torch DataLoader + PIL, side by side (docs/benchmarks.md)"
+	@echo "make bench-train    shoal train against Python PyTorch, and the Trainer's overhead over a raw loop"
 	@echo "make format | lint  clang-format in place | clang-tidy"
 
 deps:
@@ -64,6 +65,12 @@ bench-loader: deps
 	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release -DSHOAL_BUILD_BENCHMARKS=ON $(CMAKE_FLAGS)
 	cmake --build $(BUILD) -j $(JOBS) --target shoal shoal_decode_bound
 	/usr/bin/python3 bench/loader_compare.py $(BUILD)
+
+bench-train: deps
+	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release -DSHOAL_BUILD_BENCHMARKS=ON $(CMAKE_FLAGS)
+	cmake --build $(BUILD) -j $(JOBS) --target shoal shoal-torch shoal_train_overhead
+	/usr/bin/python3 bench/train_compare.py $(BUILD)
+	$(BUILD)/bench/shoal_train_overhead $(BUILD)/bench-data/fmnist-train-png --epochs 2
 
 bench-delta: deps
 	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release -DSHOAL_BUILD_BENCHMARKS=ON $(CMAKE_FLAGS)

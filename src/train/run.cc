@@ -11,6 +11,7 @@
 #include "delta/writer.h"
 #include "models/zoo.h"
 #include "parquet/writer.h"
+#include "train/network_module.h"
 #include "train/trainer.h"
 #include "util/buffer.h"
 #include "util/error.h"
@@ -144,18 +145,10 @@ T Value(const json& section, const char* key, const std::string& where) {
   }
 }
 
-class Classifier : public Module {
+class Classifier : public NetworkModule {
  public:
   Classifier(std::shared_ptr<models::Network> net, json optimizer, json scheduler)
-      : net_(std::move(net)), optimizer_(std::move(optimizer)), scheduler_(std::move(scheduler)) {
-    // The network's layers are this module's children, so parameter names carry no prefix.
-    for (const auto& child : net_->named_children()) register_module(child.key(), child.value());
-  }
-  at::Tensor forward(const at::Tensor& x) override { return net_->forward(x); }
-  void train(bool on = true) override {
-    Module::train(on);
-    net_->train(on);
-  }
+      : NetworkModule(std::move(net)), optimizer_(std::move(optimizer)), scheduler_(std::move(scheduler)) {}
   std::unique_ptr<torch::optim::Optimizer> configure_optimizers() override {
     const std::string name = Value<std::string>(optimizer_, "name", "optimizer");
     const double lr = Value<double>(optimizer_, "lr", "optimizer");
@@ -192,7 +185,6 @@ class Classifier : public Module {
   }
 
  private:
-  std::shared_ptr<models::Network> net_;
   json optimizer_, scheduler_;
 };
 
