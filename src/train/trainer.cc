@@ -332,6 +332,11 @@ void Trainer::SaveCheckpoint(const std::string& path, bool weights_only) {
       ckpt.insert("loader", s.ToJson());
     }
     ckpt.insert("rng_state", at::detail::getDefaultCPUGenerator().get_state());
+    std::map<std::string, std::string> module_state;
+    module_->on_save_checkpoint(module_state);
+    c10::Dict<std::string, std::string> saved_module_state;
+    for (const auto& [k, v] : module_state) saved_module_state.insert(k, v);
+    ckpt.insert("module_state", saved_module_state);
   }
   std::vector<char> bytes = torch::pickle_save(c10::IValue(ckpt));
   WriteFileAtomically(path, std::string_view(bytes.data(), bytes.size()));
@@ -399,6 +404,13 @@ void Trainer::LoadCheckpoint(Module& module, const std::string& path, bool weigh
     if (it != callback_states.end()) c->load_state_dict(nlohmann::json::parse(it->value().toStringRef()));
   }
   if (ckpt.contains("loader")) resume_loader_state_ = data::LoaderState::FromJson(Get(ckpt, "loader", where).toStringRef());
+  if (ckpt.contains("module_state")) {
+    std::map<std::string, std::string> module_state;
+    for (const auto& entry : Get(ckpt, "module_state", where).toGenericDict()) {
+      module_state[entry.key().toStringRef()] = entry.value().toStringRef();
+    }
+    module.on_load_checkpoint(module_state);
+  }
   if (ckpt.contains("rng_state")) {
     at::Generator generator = at::detail::getDefaultCPUGenerator();
     generator.set_state(Get(ckpt, "rng_state", where).toTensor());
@@ -441,6 +453,8 @@ void Trainer::fit(Module& module, DataModule& data, const std::string& ckpt_path
   start_ = std::chrono::steady_clock::now();
   module_ = &module;
   torch::manual_seed(options_.seed);
+  // deterministic: LibTorch's deterministic algorithms only (an op without one is an error).
+  if (options_.deterministic) at::globalContext().setDeterministicAlgorithms(true, false);
   data.prepare_data();
   data.setup("fit");
   data::LoaderOptions train_options = data.train_loader();

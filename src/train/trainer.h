@@ -43,6 +43,10 @@ class Module : public torch::nn::Module {
   virtual void on_train_epoch_start() {}
   virtual void on_train_epoch_end() {}
   virtual void on_validation_epoch_end() {}
+  /// Adds entries of the module's own to a checkpoint being saved (kept under "module_state").
+  virtual void on_save_checkpoint(std::map<std::string, std::string>& state) {}
+  /// Given back those entries when a checkpoint is loaded to resume.
+  virtual void on_load_checkpoint(const std::map<std::string, std::string>& state) {}
 
   /// Records a metric of this step. on_step: kept as the step's value; on_epoch: averaged over
   /// the epoch (weighted by `count`, the rows it covers). prog_bar: shown in progress lines.

@@ -116,6 +116,7 @@ TEST_F(TrainerTest, PythonTorchLoadOpensACheckpoint) {
                            "assert 0 < opt['param_groups'][0]['lr'] < 0.01 and len(opt['state']) == 4\n"
                            "s = c['lr_schedulers'][0]\n"
                            "assert s['name'] == 'cosine' and s['last_epoch'] == 10 and s['base_lrs'] == [0.01], s\n"
+                           "assert 'module_state' in c\n"
                            "print(c['epoch'], c['global_step'], c['shoal_version'], c['hyper_parameters']['model.name'])\n";
   // The same weights exported to safetensors, read back by hand from the format's layout.
   std::string st = (dir_ / "py.safetensors").string();
