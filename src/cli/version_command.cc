@@ -15,7 +15,6 @@ void AddVersionCommand(CLI::App& app) {
   cmd->callback([] {
     std::cout << "shoal " << SHOAL_VERSION << "\n"
               << "libtorch " << SHOAL_LIBTORCH_VERSION << "\n";
-    std::string devices;
     std::string helper = TorchHelperPath();
     if (helper.empty()) {
       std::cout << "cuda devices unknown (shoal-torch is not built)\n";

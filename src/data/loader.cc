@@ -733,7 +733,6 @@ class Loader::Impl {
 };
 
 std::vector<int64_t> Loader::Impl::EpochOrder(int64_t epoch) const {
-  const int64_t world = options_.world_size;
   const int64_t first = options_.rank * per_rank_;  // this rank's share of the epoch's order
   const int64_t last = first + per_rank_;
   // The units in the epoch's order, each with its position in the whole order.
@@ -765,7 +764,6 @@ std::vector<int64_t> Loader::Impl::EpochOrder(int64_t epoch) const {
       if (position >= last) break;
     }
   }
-  (void)world;
   // A bounded shuffle buffer mixes rows across row-group boundaries.
   const int64_t buffer_size = std::min<int64_t>(options_.shuffle_buffer, static_cast<int64_t>(order.size()));
   if (options_.shuffle && buffer_size > 1) {

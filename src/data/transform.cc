@@ -304,29 +304,4 @@ void Transformer::Apply(const Image& input, uint64_t seed, float* out) const {
   }
 }
 
-Image Transformer::Geometry(const Image& input, uint64_t seed) const {
-  const int channels = output_shape_[0];
-  Image image = ConvertChannels(input, channels);
-  Region r = Plan(image.width, image.height, seed);
-  Image out;
-  out.width = r.out_width;
-  out.height = r.out_height;
-  out.channels = channels;
-  out.pixels.resize(static_cast<size_t>(out.width) * out.height * channels);
-  Axis ax(r.x, r.width, out.width, image.width), ay(r.y, r.height, out.height, image.height);
-  for (int y = 0; y < out.height; ++y) {
-    for (int x = 0; x < out.width; ++x) {
-      for (int c = 0; c < channels; ++c) {
-        auto at = [&](int yy, int xx) { return image.pixels[(static_cast<size_t>(yy) * image.width + xx) * channels + c]; };
-        float top = at(ay.lo[y], ax.lo[x]) + (at(ay.lo[y], ax.hi[x]) - at(ay.lo[y], ax.lo[x])) * ax.weight[x];
-        float bottom = at(ay.hi[y], ax.lo[x]) + (at(ay.hi[y], ax.hi[x]) - at(ay.hi[y], ax.lo[x])) * ax.weight[x];
-        float v = top + (bottom - top) * ay.weight[y];
-        int dx = r.flip ? out.width - 1 - x : x;
-        out.pixels[(static_cast<size_t>(y) * out.width + dx) * channels + c] = static_cast<uint8_t>(std::lround(std::clamp(v, 0.0f, 255.0f)));
-      }
-    }
-  }
-  return out;
-}
-
 }  // namespace shoal::data

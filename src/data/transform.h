@@ -64,9 +64,6 @@ class Transformer {
   /// fixed output shape.
   void Apply(const Image& image, uint64_t seed, float* out) const;
 
-  /// The uint8 HWC image after the geometric transforms (for showing samples).
-  Image Geometry(const Image& image, uint64_t seed) const;
-
  private:
   struct Region {
     double x = 0, y = 0, width = 0, height = 0;  // source rectangle

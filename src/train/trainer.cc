@@ -403,7 +403,8 @@ void Trainer::LoadCheckpoint(Module& module, const std::string& path, bool weigh
     auto it = callback_states.find(c->name());
     if (it != callback_states.end()) c->load_state_dict(nlohmann::json::parse(it->value().toStringRef()));
   }
-  if (ckpt.contains("loader")) resume_loader_state_ = data::LoaderState::FromJson(Get(ckpt, "loader", where).toStringRef());
+  // The saved loader state is for readers of the file; resuming repositions the loader from
+  // "loops" (epoch and batch), which it equals.
   if (ckpt.contains("module_state")) {
     std::map<std::string, std::string> module_state;
     for (const auto& entry : Get(ckpt, "module_state", where).toGenericDict()) {
@@ -513,7 +514,6 @@ void Trainer::fit(Module& module, DataModule& data, const std::string& ckpt_path
     auto epoch_start = std::chrono::steady_clock::now();
     double waited = 0;
     module.TakeLogged();
-    Metrics epoch_sums_last;
     std::map<std::string, std::pair<double, int64_t>> sums;
     while (batch_in_epoch_ < per_epoch) {
       auto wait_start = std::chrono::steady_clock::now();

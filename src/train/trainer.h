@@ -158,7 +158,6 @@ class Trainer {
   int64_t schedule_t_ = 0;      // the schedule's position
   int64_t schedule_ticks_ = 0;  // intervals since it last moved (for frequency)
   std::unique_ptr<data::Loader> train_loader_;
-  std::optional<data::LoaderState> resume_loader_state_;
   int64_t epoch_ = 0;
   int64_t global_step_ = 0;
   int64_t batch_in_epoch_ = 0;
