@@ -121,6 +121,19 @@ int Run(int argc, char** argv) {
   AddIngestCommands(app);
   AddDataCommands(app);
   AddTorchCommands(app);
+  AddLaunchCommands(app);
+
+  // `shoal launch -np N` (mpirun's spelling): CLI11 takes one-letter short options only.
+  std::vector<std::string> words(argv, argv + argc);
+  if (argc > 1 && words[1] == "launch") {
+    for (size_t i = 2; i < words.size() && words[i] != "--"; ++i) {
+      if (words[i] == "-np") words[i] = "--np";
+    }
+  }
+  std::vector<char*> args;
+  for (std::string& w : words) args.push_back(w.data());
+  argc = static_cast<int>(args.size());
+  argv = args.data();
 
   try {
     app.parse(argc, argv);
@@ -133,6 +146,8 @@ int Run(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     PrintUsageError(app, e, argc, argv);
     return kExitUsage;
+  } catch (const ExitStatus& e) {
+    return e.status;
   } catch (const shoal::Error& e) {
     std::cerr << "shoal: error: " << e.what() << "\n";
     return kExitFailure;

@@ -26,6 +26,13 @@ void AddParquetCommands(CLI::App& app);
 void AddTableCommands(CLI::App& app);
 void AddIngestCommands(CLI::App& app);
 void AddDataCommands(CLI::App& app);
+void AddLaunchCommands(CLI::App& app);
+
+/// Thrown by a command whose outcome is an exit status of its own (`shoal launch`); Run()
+/// returns it without a message.
+struct ExitStatus {
+  int status;
+};
 
 /// The `shoal-torch` helper beside this executable (the commands that need LibTorch), or empty
 /// when it was not built.

@@ -43,7 +43,8 @@ int Main(int argc, char** argv) {
                 "--trainer.ckpt_path=last resumes from the last checkpoint.");
   train->callback([&] {
     nlohmann::json config = LoadConfig(config_path, train->remaining());
-    std::cout << shoal::train::RunTrain(config).dump() << std::endl;
+    nlohmann::json result = shoal::train::RunTrain(config);
+    if (!result.is_null()) std::cout << result.dump() << std::endl;
   });
 
   CLI::App* test = app.add_subcommand("test", "Test a checkpoint on the config's test table; prints JSON with test_loss and test_acc");

@@ -176,7 +176,13 @@ class Loader::Impl {
     ResolveColumns();
     PlanUnits();
     const int64_t world = options_.world_size;
-    per_rank_ = options_.remainder == Remainder::kPad ? (rows_ + world - 1) / world : rows_ / world;
+    if (options_.remainder == Remainder::kSplit) {
+      share_first_ = options_.rank * rows_ / world;
+      per_rank_ = (options_.rank + 1) * rows_ / world - share_first_;
+    } else {
+      per_rank_ = options_.remainder == Remainder::kPad ? (rows_ + world - 1) / world : rows_ / world;
+      share_first_ = options_.rank * per_rank_;
+    }
     if (rows_ == 0) throw InvalidError("table '" + options_.table + "' has no rows to load" + WhereNote());
     if (per_rank_ == 0) {
       throw InvalidError("table '" + options_.table + "' has " + std::to_string(rows_) + " rows, fewer than the " +
@@ -270,6 +276,7 @@ class Loader::Impl {
 
   int64_t rows_ = 0;
   int64_t per_rank_ = 0;
+  int64_t share_first_ = 0;  // this rank's share starts here in each epoch's order
   int64_t batches_per_epoch_ = 0;
   std::vector<int> image_shape_;
   std::vector<std::string> class_names_;
@@ -733,7 +740,7 @@ class Loader::Impl {
 };
 
 std::vector<int64_t> Loader::Impl::EpochOrder(int64_t epoch) const {
-  const int64_t first = options_.rank * per_rank_;  // this rank's share of the epoch's order
+  const int64_t first = share_first_;  // this rank's share of the epoch's order
   const int64_t last = first + per_rank_;
   // The units in the epoch's order, each with its position in the whole order.
   std::vector<size_t> unit_order(units_.size());

@@ -19,6 +19,9 @@ namespace shoal::data {
 enum class Remainder {
   kPad,   ///< wrap around to the epoch's first rows, so every row is used (a few twice)
   kDrop,  ///< leave out the last rows of the epoch's order (fewer than world_size)
+  /// Split the rows exactly: rank r gets positions [r*rows/W, (r+1)*rows/W) of the order, so
+  /// batch counts may differ by one between ranks. For evaluation, where ranks do not step together.
+  kSplit,
 };
 
 /// What to do with an image that does not decode.

@@ -157,6 +157,30 @@ TEST_F(LoaderTest, RanksGetEqualBatchCountsDisjointSharesCoveringTheTable) {
   }
 }
 
+TEST_F(LoaderTest, SplitRemainderPartitionsTheTableExactly) {
+  const int rows = 101;
+  std::string table = MakeTable("split", rows, 30);
+  for (int world = 1; world <= 8; ++world) {
+    std::vector<int64_t> all;
+    for (int rank = 0; rank < world; ++rank) {
+      LoaderOptions options = Options(table);
+      options.world_size = world;
+      options.rank = rank;
+      options.remainder = Remainder::kSplit;
+      options.batch_size = 5;
+      options.threads = 1;
+      Loader loader(options);
+      int64_t share = (rank + 1) * rows / world - rank * rows / world;
+      EXPECT_EQ(loader.rows_per_rank(), share);
+      for (const Batch& b : Drain(loader)) all.insert(all.end(), b.ids.begin(), b.ids.begin() + b.size);
+    }
+    std::sort(all.begin(), all.end());
+    SCOPED_TRACE("world " + std::to_string(world));
+    ASSERT_EQ(all.size(), static_cast<size_t>(rows));  // every row once: no padding, nothing dropped
+    EXPECT_EQ(std::adjacent_find(all.begin(), all.end()), all.end());
+  }
+}
+
 TEST_F(LoaderTest, ResumedLoaderYieldsExactlyTheRemainingSequence) {
   std::string table = MakeTable("t", 150, 40);
   LoaderOptions options = Options(table);

@@ -82,7 +82,7 @@ void EarlyStopping::Check(Trainer& trainer) {
     std::string message = "EarlyStopping conditioned on metric '" + options_.monitor +
                           "', which is not available (available: " + available + ")";
     if (options_.strict) throw InvalidError(message);
-    std::cerr << "shoal train: warning: " << message << "; not checked\n";
+    if (trainer.is_global_zero()) std::cerr << "shoal train: warning: " << message << "; not checked\n";
     return;
   }
   auto [stop, reason] = Evaluate(it->second);
@@ -90,7 +90,7 @@ void EarlyStopping::Check(Trainer& trainer) {
     stopped_epoch_ = trainer.current_epoch();
     trainer.should_stop = true;
   }
-  if (!reason.empty()) std::cerr << "shoal train: EarlyStopping: " << reason << "\n";
+  if (!reason.empty() && trainer.is_global_zero()) std::cerr << "shoal train: EarlyStopping: " << reason << "\n";
 }
 
 void EarlyStopping::on_validation_end(Trainer& trainer) {
@@ -240,7 +240,7 @@ void ModelCheckpoint::Save(Trainer& trainer, const Metrics& metrics) {
     last_saved_step_ = trainer.global_step();
   }
   for (const std::string& old : d.remove) {
-    if (old != path) std::filesystem::remove(old);
+    if (old != path && trainer.is_global_zero()) std::filesystem::remove(old);  // rank 0 alone writes files
   }
   if (options_.save_last) {
     last_model_path_ = (std::filesystem::path(options_.dirpath) / "last.ckpt").string();

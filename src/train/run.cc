@@ -3,11 +3,15 @@
 #include <torch/torch.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
+#include <thread>
 #include <filesystem>
 #include <iostream>
 
 #include "data/ingest.h"
+#include "dist/cluster.h"
+#include "dist/process_group.h"
 #include "delta/writer.h"
 #include "models/zoo.h"
 #include "parquet/writer.h"
@@ -90,6 +94,13 @@ json Defaults() {
         {"default_root_dir", "./shoal-runs"},
         {"ckpt_path", ""},
         {"threads", 0}}},
+      {"dist",
+       {{"backend", "auto"},
+        {"timeout_s", 300.0},
+        {"bucket_mb", 25.0},
+        {"compression", "none"},
+        {"scale_lr", "none"},
+        {"warmup_epochs", 0.0}}},
       {"callbacks",
        {{"early_stopping",
          {{"enabled", true},
@@ -265,13 +276,26 @@ struct Built {
   json config;
 };
 
-// The model's input shape comes from the train table's description (through a loader).
-Built Build(const json& raw) {
+// The model's input shape comes from the train table's description (through a loader). With
+// `distributed`, a process started by a launcher (dist/cluster.h) joins its process group.
+Built Build(const json& raw, bool distributed = false) {
   Built b;
   b.config = ResolveConfig(raw);
   const json& c = b.config;
   const json& t = c["trainer"];
-  if (int threads = Value<int>(t, "threads", "trainer"); threads > 0) torch::set_num_threads(threads);
+  const json& d = c["dist"];
+  std::shared_ptr<dist::Group> group;
+  dist::ClusterEnv env;
+  if (distributed) env = dist::DetectClusterEnv();
+  if (env.distributed()) {
+    group = dist::Group::Create(env, {Value<std::string>(d, "backend", "dist"), Value<double>(d, "timeout_s", "dist")});
+  }
+  if (int threads = Value<int>(t, "threads", "trainer"); threads > 0) {
+    torch::set_num_threads(threads);
+  } else if (env.local_world_size > 1) {
+    // The processes on a machine share its cores.
+    torch::set_num_threads(std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / env.local_world_size));
+  }
   b.data = std::make_unique<TableData>(c["data"]);
   b.data->seed = Value<uint64_t>(t, "seed", "trainer");
   b.data->prepare_data();
@@ -311,6 +335,11 @@ Built Build(const json& raw) {
   o.deterministic = Value<bool>(t, "deterministic", "trainer");
   o.fast_dev_run = Value<bool>(t, "fast_dev_run", "trainer");
   o.default_root_dir = Value<std::string>(t, "default_root_dir", "trainer");
+  o.group = group;
+  o.grad_bucket_bytes = static_cast<int64_t>(Value<double>(d, "bucket_mb", "dist") * 1e6);
+  o.grad_compression = Value<std::string>(d, "compression", "dist");
+  o.scale_lr = Value<std::string>(d, "scale_lr", "dist");
+  o.scale_lr_warmup_epochs = Value<double>(d, "warmup_epochs", "dist");
   for (const auto& [section, values] : c.items()) {
     for (const auto& [key, value] : values.items()) {
       o.hyper_parameters[section + "." + key] = value.is_string() ? value.get<std::string>() : value.dump();
@@ -368,8 +397,29 @@ json ResolveConfig(const json& config) {
 
 json RunTrain(const json& config) {
   auto start = std::chrono::steady_clock::now();
-  Built b = Build(config);
-  b.trainer->fit(*b.module, *b.data, Value<std::string>(b.config["trainer"], "ckpt_path", "trainer"));
+  Built b = Build(config, /*distributed=*/true);
+  std::string ckpt_path = Value<std::string>(b.config["trainer"], "ckpt_path", "trainer");
+  // A job the launcher restarted resumes from the last checkpoint this job wrote.
+  const dist::ClusterEnv env = dist::DetectClusterEnv();
+  if (ckpt_path.empty() && env.restart_count > 0) {
+    std::string last = b.trainer->last_checkpoint_path();
+    std::error_code ec;
+    long job_start = 0;
+    if (const char* s = std::getenv("SHOAL_JOB_START")) job_start = std::atol(s);
+    if (!last.empty() && std::filesystem::exists(last, ec)) {
+      auto written = std::chrono::duration_cast<std::chrono::seconds>(
+                         std::chrono::file_clock::to_sys(std::filesystem::last_write_time(last)).time_since_epoch())
+                         .count();
+      if (written >= job_start) {
+        ckpt_path = last;
+        if (env.rank == 0) std::cerr << "shoal train: restart " << env.restart_count << ": resuming from " << last << "\n";
+      }
+    }
+    if (ckpt_path.empty() && env.rank == 0) {
+      std::cerr << "shoal train: restart " << env.restart_count << ": no checkpoint of this job yet; starting over\n";
+    }
+  }
+  b.trainer->fit(*b.module, *b.data, ckpt_path);
   std::string best = b.trainer->best_model_path();
   std::string last = b.trainer->last_model_path();
   json out = json::object();
@@ -382,6 +432,8 @@ json RunTrain(const json& config) {
   out["checkpoint"] = !best.empty() ? best : last;
   out["last_checkpoint"] = last;
   out["seconds"] = Round(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 3);
+  out["world_size"] = b.trainer->world_size();
+  if (!b.trainer->is_global_zero()) return nullptr;  // rank 0 reports
   return out;
 }
 

@@ -13,7 +13,9 @@ namespace shoal::train {
 nlohmann::json ResolveConfig(const nlohmann::json& config);
 
 /// Trains (resuming from trainer.ckpt_path when set), then tests the best checkpoint on the test
-/// table. Returns the final metrics and the checkpoint path.
+/// table. Returns the final metrics and the checkpoint path. Started by a launcher (shoal launch,
+/// torchrun, mpirun, Slurm, SageMaker), it trains data-parallel with the other ranks; a restarted
+/// job resumes from the last checkpoint it wrote. Ranks other than 0 return null.
 nlohmann::json RunTrain(const nlohmann::json& config);
 
 /// Tests the checkpoint `ckpt` on the config's test table.

@@ -12,6 +12,8 @@
 #include <iostream>
 #include <sstream>
 
+#include "dist/grad_sync.h"
+#include "dist/process_group.h"
 #include "util/error.h"
 #include "util/file.h"
 
@@ -215,6 +217,10 @@ Trainer::Trainer(TrainerOptions options, std::vector<std::shared_ptr<Callback>> 
   if (options_.gradient_clip_algorithm != "norm" && options_.gradient_clip_algorithm != "value") {
     throw InvalidError("trainer gradient_clip_algorithm must be norm or value");
   }
+  if (options_.scale_lr != "none" && options_.scale_lr != "linear" && options_.scale_lr != "sqrt") {
+    throw InvalidError("scale_lr must be linear, sqrt or none, not '" + options_.scale_lr + "'");
+  }
+  if (options_.scale_lr_warmup_epochs < 0) throw InvalidError("the learning-rate warmup epochs must not be negative");
   if (options_.fast_dev_run) {
     options_.max_epochs = 1;
     options_.limit_train_batches = options_.limit_val_batches = options_.limit_test_batches = 1.0001;  // one batch
@@ -222,10 +228,82 @@ Trainer::Trainer(TrainerOptions options, std::vector<std::shared_ptr<Callback>> 
   }
 }
 
+Trainer::~Trainer() = default;
+
+bool Trainer::is_global_zero() const { return !options_.group || options_.group->rank() == 0; }
+
+int Trainer::world_size() const { return options_.group ? options_.group->size() : 1; }
+
+data::LoaderOptions Trainer::Shard(data::LoaderOptions o, bool evaluation) const {
+  if (!options_.group) return o;
+  o.rank = options_.group->rank();
+  o.world_size = options_.group->size();
+  // Training: equal batch counts on every rank (padding). Evaluation: each row once.
+  if (evaluation) o.remainder = data::Remainder::kSplit;
+  return o;
+}
+
+void Trainer::ReduceSums(std::map<std::string, std::pair<double, int64_t>>& sums, const std::string& what) {
+  if (!options_.group || world_size() == 1) return;
+  std::string names;
+  for (const auto& [k, v] : sums) names += k + "\n";
+  std::vector<std::string> all = options_.group->AllGather(names, what + ": comparing metric names");
+  for (int r = 1; r < world_size(); ++r) {
+    if (all[r] != all[0]) {
+      throw InvalidError(what + ": rank " + std::to_string(r) + " logged other metrics than rank 0 (rank 0: " + all[0] +
+                         "rank " + std::to_string(r) + ": " + all[r] + ")");
+    }
+  }
+  if (sums.empty()) return;
+  at::Tensor t = torch::empty({static_cast<int64_t>(sums.size() * 2)}, torch::kFloat64);
+  double* p = t.data_ptr<double>();
+  for (const auto& [k, v] : sums) {
+    *p++ = v.first;
+    *p++ = static_cast<double>(v.second);
+  }
+  options_.group->AllReduce(t, dist::Reduce::kSum, what);
+  p = t.data_ptr<double>();
+  for (auto& [k, v] : sums) {
+    v.first = *p++;
+    v.second = static_cast<int64_t>(std::llround(*p++));
+  }
+}
+
+void Trainer::SyncStep(Metrics& step_values) {
+  if (!options_.group || world_size() == 1) return;
+  at::Tensor t = torch::empty({static_cast<int64_t>(step_values.size() + 1)}, torch::kFloat64);
+  double* p = t.data_ptr<double>();
+  *p++ = should_stop ? 1.0 : 0.0;
+  for (const auto& [k, v] : step_values) *p++ = v;
+  options_.group->AllReduce(t, dist::Reduce::kSum, "synchronising step " + std::to_string(global_step_));
+  p = t.data_ptr<double>();
+  should_stop = *p++ > 0;
+  for (auto& [k, v] : step_values) v = *p++ / world_size();
+}
+
+double Trainer::LrScale() const {
+  const double n = world_size();
+  const double k = options_.scale_lr == "linear" ? n : options_.scale_lr == "sqrt" ? std::sqrt(n) : 1.0;
+  if (k == 1.0 || options_.scale_lr_warmup_epochs <= 0 || steps_per_epoch_ <= 0) return k;
+  const double done = static_cast<double>(global_step_) / (options_.scale_lr_warmup_epochs * static_cast<double>(steps_per_epoch_));
+  return 1.0 + (k - 1.0) * std::min(1.0, done);
+}
+
+std::string Trainer::last_checkpoint_path() const {
+  for (const auto& c : callbacks_) {
+    if (auto* m = dynamic_cast<ModelCheckpoint*>(c.get())) {
+      std::string dir = m->dirpath().empty() ? (std::filesystem::path(options_.default_root_dir) / "checkpoints").string()
+                                             : m->dirpath();
+      return (std::filesystem::path(dir) / "last.ckpt").string();
+    }
+  }
+  return "";
+}
+
 // On a terminal, step lines redraw one line in place with a bar; elsewhere (logs, CI) every
-// line is kept.
+// line is kept. Only rank 0 reports.
 void Trainer::Progress(const std::string& line, double done) const {
-  if (!options_.enable_progress_bar) return;
+  if (!options_.enable_progress_bar || !is_global_zero()) return;
   static const bool tty = ::isatty(2) != 0;
   if (tty && done >= 0) {
     const int width = 20, filled = static_cast<int>(std::lround(std::clamp(done, 0.0, 1.0) * width));
@@ -266,17 +344,8 @@ std::string Trainer::last_model_path() const {
 std::string Trainer::ResolveCheckpoint(const std::string& ckpt_path) const {
   if (ckpt_path == "last" || ckpt_path == "best") {
     std::string path = ckpt_path == "last" ? last_model_path() : best_model_path();
-    if (path.empty()) {
-      // Before any run in this process: the checkpoint callback's directory.
-      for (const auto& c : callbacks_) {
-        if (auto* m = dynamic_cast<ModelCheckpoint*>(c.get())) {
-          std::string dir = m->dirpath().empty()
-                                ? (std::filesystem::path(options_.default_root_dir) / "checkpoints").string()
-                                : m->dirpath();
-          if (ckpt_path == "last") path = (std::filesystem::path(dir) / "last.ckpt").string();
-        }
-      }
-    }
+    // Before any run in this process: the checkpoint callback's directory.
+    if (path.empty() && ckpt_path == "last") path = last_checkpoint_path();
     if (path.empty() || !std::filesystem::exists(path)) {
       throw NotFoundError("no '" + ckpt_path + "' checkpoint to resume from" + (path.empty() ? "" : " ('" + path + "')"));
     }
@@ -287,6 +356,7 @@ std::string Trainer::ResolveCheckpoint(const std::string& ckpt_path) const {
 
 void Trainer::SaveCheckpoint(const std::string& path, bool weights_only) {
   if (!module_) throw InvalidError("no module to save: fit() has not started");
+  if (!is_global_zero()) return;  // every rank holds the same state; rank 0 writes it
   Dict ckpt = NewDict();
   c10::Dict<std::string, at::Tensor> state_dict;
   for (const auto& p : module_->named_parameters()) state_dict.insert(p.key(), p.value().detach());
@@ -422,7 +492,7 @@ void Trainer::LoadCheckpoint(Module& module, const std::string& path, bool weigh
 
 Metrics Trainer::RunEvaluation(Module& module, const data::LoaderOptions& loader_options, const std::string& stage,
                                double limit, int64_t max_batches) {
-  data::LoaderOptions o = loader_options;
+  data::LoaderOptions o = Shard(loader_options, /*evaluation=*/true);
   o.num_epochs = 1;
   o.shuffle = false;
   data::Loader loader(o);
@@ -443,8 +513,10 @@ Metrics Trainer::RunEvaluation(Module& module, const data::LoaderOptions& loader
     }
   }
   module.train(was_training);
+  auto sums = module.TakeLogged().epoch_sums;
+  ReduceSums(sums, stage == "val" ? "validation metrics" : "test metrics");
   Metrics out;
-  for (const auto& [name, sum] : module.TakeLogged().epoch_sums) {
+  for (const auto& [name, sum] : sums) {
     if (sum.second > 0) out[name] = sum.first / static_cast<double>(sum.second);
   }
   return out;
@@ -456,9 +528,11 @@ void Trainer::fit(Module& module, DataModule& data, const std::string& ckpt_path
   torch::manual_seed(options_.seed);
   // deterministic: LibTorch's deterministic algorithms only (an op without one is an error).
   if (options_.deterministic) at::globalContext().setDeterministicAlgorithms(true, false);
-  data.prepare_data();
+  // prepare_data once per node (local rank 0), the others waiting for it.
+  if (!options_.group || options_.group->env().local_rank == 0) data.prepare_data();
+  if (options_.group) options_.group->Barrier("waiting for prepare_data");
   data.setup("fit");
-  data::LoaderOptions train_options = data.train_loader();
+  data::LoaderOptions train_options = Shard(data.train_loader(), /*evaluation=*/false);
   train_options.num_epochs = -1;  // the trainer counts epochs
   train_loader_ = std::make_unique<data::Loader>(train_options);
   std::optional<data::LoaderOptions> val_options = data.val_loader();
@@ -469,15 +543,28 @@ void Trainer::fit(Module& module, DataModule& data, const std::string& ckpt_path
   base_lrs_.clear();
   for (auto& group : optimizer_->param_groups()) base_lrs_.push_back(group.options().get_lr());
   schedule_t_ = schedule_ticks_ = 0;
-  if (schedule_) {
-    ValidateSchedule(*schedule_);
-    ApplySchedule();
-  }
+  const int64_t per_epoch = BatchLimit(options_.limit_train_batches, train_loader_->batches_per_epoch());
+  steps_per_epoch_ = (per_epoch + options_.accumulate_grad_batches - 1) / options_.accumulate_grad_batches;
+  if (schedule_) ValidateSchedule(*schedule_);
+  ApplySchedule();
   const bool resuming = !ckpt_path.empty();
   if (resuming) {
     resume_log_ = true;
     LoadCheckpoint(module, ResolveCheckpoint(ckpt_path));
     resume_log_ = false;
+  }
+  grad_sync_.reset();
+  if (options_.group && world_size() > 1) {
+    // Every rank starts from rank 0's weights and optimizer state, after checking the models agree.
+    dist::BroadcastModel(*options_.group, module, optimizer_.get());
+    std::vector<at::Tensor> params;
+    for (const at::Tensor& p : module.parameters()) {
+      if (p.requires_grad()) params.push_back(p);
+    }
+    dist::GradSyncOptions sync;
+    sync.bucket_bytes = options_.grad_bucket_bytes;
+    sync.compression = options_.grad_compression;
+    grad_sync_ = std::make_unique<dist::GradientSync>(options_.group, params, sync);
   }
   for (const auto& c : callbacks_) c->on_fit_start(*this);
   module.on_fit_start();
@@ -486,12 +573,12 @@ void Trainer::fit(Module& module, DataModule& data, const std::string& ckpt_path
     RunEvaluation(module, *val_options, "val", options_.limit_val_batches, options_.num_sanity_val_steps);
     sanity_checking_ = false;
   }
-  const int64_t per_epoch = BatchLimit(options_.limit_train_batches, train_loader_->batches_per_epoch());
   const int64_t val_every = options_.val_check_interval < 1.0
                                 ? std::max<int64_t>(1, std::llround(options_.val_check_interval * per_epoch))
                                 : per_epoch;
   Progress("fitting: " + std::to_string(train_loader_->rows()) + " training rows, " + std::to_string(per_epoch) +
-           " batches an epoch, up to " + std::to_string(options_.max_epochs) + " epochs");
+           " batches an epoch" + (world_size() > 1 ? " on each of " + std::to_string(world_size()) + " ranks" : "") +
+           ", up to " + std::to_string(options_.max_epochs) + " epochs");
   auto validate = [&] {
     if (!val_options) return;
     ClearProgress();
@@ -523,14 +610,18 @@ void Trainer::fit(Module& module, DataModule& data, const std::string& ckpt_path
       TensorBatch t = ToTensors(std::move(*batch));
       at::Tensor loss = module.training_step(t, batch_in_epoch_);
       if (!loss.defined()) throw InvalidError("training_step() returned no loss");
+      // Gradients are averaged across ranks on the last micro-step of an accumulation only.
+      const bool step_now = (batch_in_epoch_ + 1) % options_.accumulate_grad_batches == 0 || batch_in_epoch_ + 1 == per_epoch;
+      if (grad_sync_) grad_sync_->Prepare(step_now);
       (options_.accumulate_grad_batches > 1 ? loss / options_.accumulate_grad_batches : loss).backward();
+      if (grad_sync_ && step_now) grad_sync_->Finish();
       ++batch_in_epoch_;
       Module::Logged logged = module.TakeLogged();
       for (const auto& [k, v] : logged.epoch_sums) {
         sums[k].first += v.first;
         sums[k].second += v.second;
       }
-      if (batch_in_epoch_ % options_.accumulate_grad_batches == 0 || batch_in_epoch_ == per_epoch) {
+      if (step_now) {
         if (options_.gradient_clip_val > 0) {
           if (options_.gradient_clip_algorithm == "norm") {
             torch::nn::utils::clip_grad_norm_(module.parameters(), options_.gradient_clip_val);
@@ -542,6 +633,10 @@ void Trainer::fit(Module& module, DataModule& data, const std::string& ckpt_path
         optimizer_->zero_grad();
         ++global_step_;
         AdvanceSchedule("step");
+        if (options_.scale_lr != "none" && options_.scale_lr_warmup_epochs > 0) ApplySchedule();  // the warmup ramp
+        if (options_.max_steps > 0 && global_step_ >= options_.max_steps) should_stop = true;
+        if (options_.max_time_s > 0 && Seconds(start_) >= options_.max_time_s) should_stop = true;
+        SyncStep(logged.step_values);
         for (const auto& c : callbacks_) c->on_train_batch_end(*this, logged.step_values);
         if (global_step_ % options_.log_every_n_steps == 0) {
           double elapsed = Seconds(epoch_start);
@@ -556,8 +651,6 @@ void Trainer::fit(Module& module, DataModule& data, const std::string& ckpt_path
           }
           Progress(line, static_cast<double>(batch_in_epoch_) / static_cast<double>(per_epoch));
         }
-        if (options_.max_steps > 0 && global_step_ >= options_.max_steps) should_stop = true;
-        if (options_.max_time_s > 0 && Seconds(start_) >= options_.max_time_s) should_stop = true;
       }
       if (val_every < per_epoch && batch_in_epoch_ % val_every == 0 && batch_in_epoch_ < per_epoch &&
           (epoch_ + 1) % options_.check_val_every_n_epoch == 0) {
@@ -566,6 +659,7 @@ void Trainer::fit(Module& module, DataModule& data, const std::string& ckpt_path
       }
       if (should_stop) break;
     }
+    ReduceSums(sums, "training metrics of epoch " + std::to_string(epoch_));
     for (const auto& [k, v] : sums) {
       if (v.second > 0) metrics_[k] = v.first / static_cast<double>(v.second);
     }
@@ -583,12 +677,17 @@ void Trainer::fit(Module& module, DataModule& data, const std::string& ckpt_path
       if (k != "input_wait_share") line += " " + k + "=" + Fixed(v, 4);
     }
     Progress(line);
-    if (input_wait_share_ > 0.10) {
+    if (input_wait_share_ > 0.10 && is_global_zero()) {
       std::cerr << "shoal train: warning: training is input-bound: " << Fixed(100 * input_wait_share_, 0)
                 << "% of the epoch went to waiting for batches; raise the loader's threads or prefetch\n";
     }
     ++epoch_;
     batch_in_epoch_ = 0;
+    if (options_.group && world_size() > 1) {  // a stop on any rank stops all
+      at::Tensor stop = torch::full({1}, should_stop ? 1.0 : 0.0, torch::kFloat64);
+      options_.group->AllReduce(stop, dist::Reduce::kMax, "the stop decision of epoch " + std::to_string(epoch_ - 1));
+      should_stop = stop.item<double>() > 0;
+    }
     // Lightning's rule: no stop before min_epochs.
     if (should_stop && epoch_ < options_.min_epochs && !(options_.max_steps > 0 && global_step_ >= options_.max_steps)) {
       should_stop = false;
@@ -599,10 +698,12 @@ void Trainer::fit(Module& module, DataModule& data, const std::string& ckpt_path
 }
 
 void Trainer::ApplySchedule() {
-  if (!schedule_ || !optimizer_) return;
+  if (!optimizer_ || (!schedule_ && options_.scale_lr == "none")) return;
+  const double scale = LrScale();
   auto& groups = optimizer_->param_groups();
   for (size_t i = 0; i < groups.size() && i < base_lrs_.size(); ++i) {
-    groups[i].options().set_lr(ScheduledLr(*schedule_, base_lrs_[i], schedule_t_));
+    const double lr = schedule_ ? ScheduledLr(*schedule_, base_lrs_[i], schedule_t_) : base_lrs_[i];
+    groups[i].options().set_lr(lr * scale);
   }
 }
 
@@ -635,6 +736,7 @@ Metrics Trainer::validate(Module& module, DataModule& data) {
 
 Metrics Trainer::test(Module& module, DataModule& data, const std::string& ckpt_path) {
   module_ = &module;
+  if (options_.group && !ckpt_path.empty()) options_.group->Barrier("waiting for rank 0's checkpoint");
   if (!ckpt_path.empty()) LoadCheckpoint(module, ResolveCheckpoint(ckpt_path), /*weights_only=*/true);
   data.setup("test");
   std::optional<data::LoaderOptions> test = data.test_loader();

@@ -18,6 +18,11 @@
 #include "train/callbacks.h"
 #include "train/schedule.h"
 
+namespace shoal::dist {
+class Group;
+class GradientSync;
+}  // namespace shoal::dist
+
 namespace shoal::train {
 
 class Trainer;
@@ -99,12 +104,23 @@ struct TrainerOptions {
   bool fast_dev_run = false;          ///< one batch of each stage, no checkpoints
   std::string default_root_dir = "shoal-runs";
   std::map<std::string, std::string> hyper_parameters;  ///< saved in checkpoints
+
+  // Data-parallel training: with a process group of more than one rank, every rank runs the same
+  // Trainer; see docs/dist.md.
+  std::shared_ptr<dist::Group> group;            ///< null: one process
+  int64_t grad_bucket_bytes = int64_t{25} << 20;  ///< the allreduce fusion buffer
+  std::string grad_compression = "none";          ///< none, fp16 or bf16 on the wire
+  /// Scales the optimizer's learning rates by the world size: linear (x N), sqrt (x sqrt N) or
+  /// none, ramped up linearly from x1 over `scale_lr_warmup_epochs` (Goyal et al. 2017).
+  std::string scale_lr = "none";
+  double scale_lr_warmup_epochs = 0;
 };
 
 /// Runs fit, validate, test and predict. Writes progress lines to stderr.
 class Trainer {
  public:
   explicit Trainer(TrainerOptions options, std::vector<std::shared_ptr<Callback>> callbacks = {});
+  ~Trainer();
 
   /// Trains; `ckpt_path` resumes from a checkpoint file, "last" (last.ckpt of the checkpoint
   /// callback) or "best" (its best model).
@@ -131,6 +147,11 @@ class Trainer {
   /// The learning rate of the optimizer's first parameter group, and the optimizer's name.
   double learning_rate() const;
   std::string optimizer_name() const;
+  /// Whether this process is rank 0 (or the only one): it alone writes checkpoints and logs.
+  bool is_global_zero() const;
+  int world_size() const;
+  /// Where the checkpoint callback keeps last.ckpt (it may not exist); empty without one.
+  std::string last_checkpoint_path() const;
   /// Records a metric into callback_metrics() (for callbacks such as LearningRateMonitor).
   void LogMetric(const std::string& name, double value) { metrics_[name] = value; }
 
@@ -150,6 +171,13 @@ class Trainer {
   std::vector<std::shared_ptr<Callback>> callbacks_;
   void AdvanceSchedule(const std::string& interval);
   void ApplySchedule();
+  double LrScale() const;
+  /// Sums of (value x count, count) per metric, added up across ranks; the names must agree.
+  void ReduceSums(std::map<std::string, std::pair<double, int64_t>>& sums, const std::string& what);
+  /// Once per optimizer step across ranks: any rank's stop stops all, and step metrics become
+  /// their mean over ranks.
+  void SyncStep(Metrics& step_values);
+  data::LoaderOptions Shard(data::LoaderOptions options, bool evaluation) const;
 
   Module* module_ = nullptr;
   std::unique_ptr<torch::optim::Optimizer> optimizer_;
@@ -158,6 +186,8 @@ class Trainer {
   int64_t schedule_t_ = 0;      // the schedule's position
   int64_t schedule_ticks_ = 0;  // intervals since it last moved (for frequency)
   std::unique_ptr<data::Loader> train_loader_;
+  std::unique_ptr<dist::GradientSync> grad_sync_;
+  int64_t steps_per_epoch_ = 0;  // optimizer steps an epoch
   int64_t epoch_ = 0;
   int64_t global_step_ = 0;
   int64_t batch_in_epoch_ = 0;

@@ -1,0 +1,222 @@
+#include "dist/grad_sync.h"
+
+#include <torch/nn/module.h>
+#include <torch/optim/optimizer.h>
+#include <torch/serialize.h>
+#include <torch/torch.h>
+
+#include <chrono>
+#include <sstream>
+
+#include "util/error.h"
+
+namespace shoal::dist {
+
+struct GradientSync::Bucket {
+  std::vector<size_t> params;
+  at::Tensor flat;  // float32, the parameters' gradients back to back
+  size_t ready = 0;
+  bool launched = false;
+  at::Tensor wire;  // what is sent: flat itself, or a compressed copy
+  Pending pending;
+};
+
+GradientSync::GradientSync(std::shared_ptr<Group> group, std::vector<at::Tensor> params, GradSyncOptions options)
+    : group_(std::move(group)), params_(std::move(params)), options_(std::move(options)) {
+  if (options_.compression != "none" && options_.compression != "fp16" && options_.compression != "bf16") {
+    throw InvalidError("unknown gradient compression '" + options_.compression + "' (known: none, fp16, bf16)");
+  }
+  if (options_.bucket_bytes <= 0) throw InvalidError("the gradient bucket size must be positive");
+  if (options_.compression == "bf16" && group_->backend() == "gloo") {
+    throw UnsupportedError("bf16 gradient compression needs the nccl backend: Gloo sums float32 and float16 only "
+                           "(use fp16 on CPU)");
+  }
+  where_.resize(params_.size());
+  // Buckets fill from the last parameter back: backward produces the last layers' gradients first.
+  int64_t filled = 0;
+  for (size_t k = params_.size(); k-- > 0;) {
+    const at::Tensor& p = params_[k];
+    if (p.scalar_type() != at::kFloat) {
+      throw UnsupportedError("gradient synchronisation takes float32 parameters; parameter " + std::to_string(k) + " is " +
+                             std::string(c10::toString(p.scalar_type())));
+    }
+    const int64_t bytes = p.numel() * 4;
+    if (buckets_.empty() || (filled + bytes > options_.bucket_bytes && filled > 0)) {
+      buckets_.push_back(std::make_unique<Bucket>());
+      filled = 0;
+    }
+    Bucket& b = *buckets_.back();
+    int64_t offset = 0;
+    for (size_t q : b.params) offset += params_[q].numel();
+    where_[k] = {buckets_.size() - 1, static_cast<size_t>(offset)};
+    b.params.push_back(k);
+    filled += bytes;
+  }
+  for (auto& b : buckets_) {
+    int64_t n = 0;
+    for (size_t q : b->params) n += params_[q].numel();
+    b->flat = at::zeros({n}, params_[b->params.front()].options());
+    stats_.bytes += n * (options_.compression == "none" ? 4 : 2);
+  }
+  stats_.buckets = static_cast<int>(buckets_.size());
+  for (size_t k = 0; k < params_.size(); ++k) {
+    hooks_.push_back(params_[k].register_hook([this, k](const at::Tensor& grad) { OnGradient(k, grad); }));
+  }
+}
+
+GradientSync::~GradientSync() {
+  for (size_t k = 0; k < params_.size() && k < hooks_.size(); ++k) params_[k].remove_hook(hooks_[k]);
+}
+
+std::vector<std::vector<size_t>> GradientSync::buckets() const {
+  std::vector<std::vector<size_t>> out;
+  for (const auto& b : buckets_) out.push_back(b->params);
+  return out;
+}
+
+at::Tensor GradientSync::Slot(size_t k) const {
+  auto [bi, offset] = where_[k];
+  return buckets_[bi]->flat.narrow(0, static_cast<int64_t>(offset), params_[k].numel()).view_as(params_[k]);
+}
+
+void GradientSync::Prepare(bool sync) {
+  syncing_ = sync;
+  fired_.assign(params_.size(), 0);
+  next_launch_ = 0;
+  for (auto& b : buckets_) {
+    b->ready = 0;
+    b->launched = false;
+  }
+}
+
+// Called by autograd with the parameter's gradient of this pass, before it is added to .grad;
+// the bucket gets .grad (earlier micro-steps) plus it: what .grad will hold after backward.
+void GradientSync::OnGradient(size_t k, const at::Tensor& grad) {
+  if (!syncing_) return;
+  Bucket& b = *buckets_[where_[k].first];
+  fired_[k] = 1;
+  at::Tensor slot = Slot(k);
+  const at::Tensor& accumulated = params_[k].grad();
+  if (accumulated.defined()) {
+    at::add_out(slot, accumulated, grad);
+  } else {
+    slot.copy_(grad);
+  }
+  if (++b.ready == b.params.size()) LaunchReady();
+}
+
+// Buckets go out in index order on every rank, so that the ranks' collectives pair up.
+void GradientSync::LaunchReady() {
+  while (next_launch_ < buckets_.size() && buckets_[next_launch_]->ready == buckets_[next_launch_]->params.size()) {
+    Launch(*buckets_[next_launch_++]);
+  }
+}
+
+void GradientSync::Launch(Bucket& b) {
+  // Average: divide before the sum, so a compressed dtype does not overflow.
+  b.flat.div_(group_->size());
+  if (options_.compression == "fp16") {
+    b.wire = b.flat.to(at::kHalf);
+  } else if (options_.compression == "bf16") {
+    b.wire = b.flat.to(at::kBFloat16);
+  } else {
+    b.wire = b.flat;
+  }
+  b.launched = true;
+  b.pending = group_->AllReduceAsync(b.wire, "gradient allreduce of bucket " + std::to_string(&b - buckets_[0].get()));
+}
+
+void GradientSync::Finish() {
+  if (!syncing_) return;
+  auto start = std::chrono::steady_clock::now();
+  // Parameters whose hook did not fire this pass contribute their accumulated .grad, or zero.
+  for (size_t i = next_launch_; i < buckets_.size(); ++i) {
+    Bucket& b = *buckets_[i];
+    for (size_t k : b.params) {
+      if (fired_[k]) continue;
+      at::Tensor slot = Slot(k);
+      const at::Tensor& accumulated = params_[k].grad();
+      if (accumulated.defined()) {
+        slot.copy_(accumulated);
+      } else {
+        slot.zero_();
+      }
+    }
+    Launch(b);
+  }
+  next_launch_ = buckets_.size();
+  for (auto& b : buckets_) {
+    b->pending.Wait();
+    if (b->wire.data_ptr() != b->flat.data_ptr()) b->flat.copy_(b->wire);
+    for (size_t k : b->params) {
+      at::Tensor slot = Slot(k);
+      at::Tensor& g = params_[k].mutable_grad();
+      if (g.defined()) {
+        g.copy_(slot);
+      } else {
+        g = slot.clone();
+      }
+    }
+  }
+  syncing_ = false;
+  ++stats_.steps;
+  stats_.finish_wait_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+namespace {
+
+std::string Describe(const std::string& name, const at::Tensor& t) {
+  return name + " " + c10::str(t.sizes()) + " " + std::string(c10::toString(t.scalar_type()));
+}
+
+}  // namespace
+
+void BroadcastModel(Group& group, torch::nn::Module& module, torch::optim::Optimizer* optimizer) {
+  std::vector<std::pair<std::string, at::Tensor>> tensors;
+  for (const auto& p : module.named_parameters()) tensors.emplace_back(p.key(), p.value());
+  for (const auto& b : module.named_buffers()) tensors.emplace_back(b.key(), b.value());
+  std::string mine;
+  for (const auto& [name, t] : tensors) mine += Describe(name, t) + "\n";
+  std::vector<std::string> all = group.AllGather(mine, "comparing the ranks' models");
+  for (int r = 1; r < group.size(); ++r) {
+    if (all[r] == all[0]) continue;
+    std::istringstream a(all[0]), b(all[r]);
+    std::string la, lb;
+    int line = 0;
+    while (true) {
+      bool ga = static_cast<bool>(std::getline(a, la)), gb = static_cast<bool>(std::getline(b, lb));
+      ++line;
+      if (!ga && !gb) break;
+      if (ga && gb && la == lb) continue;
+      throw InvalidError("rank " + std::to_string(r) + "'s model differs from rank 0's at tensor " + std::to_string(line) +
+                         ": rank 0 has " + (ga ? "'" + la + "'" : "no more tensors") + ", rank " + std::to_string(r) +
+                         " has " + (gb ? "'" + lb + "'" : "no more tensors") +
+                         " (every rank must build the same model)");
+    }
+  }
+  torch::NoGradGuard no_grad;
+  for (auto& [name, t] : tensors) {
+    at::Tensor contiguous = t.is_contiguous() ? t : t.contiguous();
+    group.Broadcast(contiguous, 0, "broadcast of " + name);
+    if (!contiguous.is_same(t)) t.copy_(contiguous);
+  }
+  if (optimizer) {
+    std::string bytes;
+    if (group.rank() == 0) {
+      torch::serialize::OutputArchive archive;
+      optimizer->save(archive);
+      std::ostringstream out;
+      archive.save_to(out);
+      bytes = out.str();
+    }
+    bytes = group.Share(bytes, 0, "broadcast of the optimizer state");
+    if (group.rank() != 0) {
+      torch::serialize::InputArchive archive;
+      std::istringstream in(bytes);
+      archive.load_from(in);
+      optimizer->load(archive);
+    }
+  }
+}
+
+}  // namespace shoal::dist

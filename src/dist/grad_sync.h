@@ -1,0 +1,83 @@
+// Data-parallel gradient synchronisation: gradients are averaged across ranks in buckets of about
+// `bucket_bytes`, each bucket's allreduce launched from autograd hooks as soon as backward has
+// produced all of its gradients, so communication overlaps the rest of backward.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "dist/process_group.h"
+
+namespace torch::nn {
+class Module;
+}
+namespace torch::optim {
+class Optimizer;
+}
+
+namespace shoal::dist {
+
+struct GradSyncOptions {
+  int64_t bucket_bytes = int64_t{25} << 20;  ///< the fusion buffer (25 MB, as DDP and Horovod)
+  std::string compression = "none";          ///< none, fp16 or bf16: the dtype sent over the wire
+};
+
+struct GradSyncStats {
+  int64_t steps = 0;            ///< synchronised backward passes
+  int64_t bytes = 0;            ///< bytes reduced per step (as sent)
+  int buckets = 0;
+  double finish_wait_s = 0;     ///< time spent in Finish() waiting for allreduces after backward
+};
+
+class GradientSync {
+ public:
+  /// `params`: the trainable parameters, in the model's order; buckets fill in reverse order
+  /// (the order backward produces gradients in). Registers a hook on each.
+  GradientSync(std::shared_ptr<Group> group, std::vector<at::Tensor> params, GradSyncOptions options = {});
+  ~GradientSync();
+  GradientSync(const GradientSync&) = delete;
+  GradientSync& operator=(const GradientSync&) = delete;
+
+  /// Before a backward pass: whether its gradients are to be synchronised. With gradient
+  /// accumulation, only the last micro-step's backward is; the others only accumulate locally.
+  void Prepare(bool sync);
+  /// After a synchronised backward pass: launches the buckets not launched yet (parameters
+  /// without a gradient count as zero), waits for all, and leaves each parameter's .grad the
+  /// average over ranks.
+  void Finish();
+
+  const GradSyncStats& stats() const { return stats_; }
+  /// The buckets as parameter index lists, in launch order.
+  std::vector<std::vector<size_t>> buckets() const;
+
+ private:
+  struct Bucket;
+  void OnGradient(size_t param, const at::Tensor& grad);
+  at::Tensor Slot(size_t param) const;  // the parameter's place in its bucket
+  void LaunchReady();
+  void Launch(Bucket& bucket);
+
+  std::shared_ptr<Group> group_;
+  std::vector<at::Tensor> params_;
+  GradSyncOptions options_;
+  std::vector<std::unique_ptr<Bucket>> buckets_;
+  std::vector<std::pair<size_t, size_t>> where_;  // param -> (bucket, offset in elements)
+  std::vector<unsigned> hooks_;
+  std::vector<char> fired_;  // whose hook fired in this pass
+  size_t next_launch_ = 0;
+  bool syncing_ = false;
+  GradSyncStats stats_;
+};
+
+/// Checks that every rank holds the same parameters and buffers (names, shapes and dtypes), then
+/// copies rank 0's values, and its optimizer state when `optimizer` is given, to every rank.
+/// Throws InvalidError on every rank, naming the first difference and the rank, when the models
+/// differ.
+void BroadcastModel(Group& group, torch::nn::Module& module, torch::optim::Optimizer* optimizer);
+
+}  // namespace shoal::dist
