@@ -171,6 +171,25 @@ std::string Describe(const std::string& name, const at::Tensor& t) {
 
 }  // namespace
 
+void BroadcastBuffers(Group& group, const std::vector<at::Tensor>& buffers) {
+  std::vector<at::Tensor> floats;
+  for (const at::Tensor& b : buffers) {
+    if (b.scalar_type() == at::kFloat && b.numel() > 0) floats.push_back(b);
+  }
+  if (floats.empty()) return;
+  torch::NoGradGuard no_grad;
+  std::vector<at::Tensor> flat_parts;
+  for (const at::Tensor& b : floats) flat_parts.push_back(b.reshape({-1}));
+  at::Tensor flat = at::cat(flat_parts);
+  group.Broadcast(flat, 0, "broadcast of the buffers");
+  int64_t offset = 0;
+  for (const at::Tensor& b : floats) {
+    at::Tensor target = b;
+    target.copy_(flat.narrow(0, offset, b.numel()).view_as(b));
+    offset += b.numel();
+  }
+}
+
 void BroadcastModel(Group& group, torch::nn::Module& module, torch::optim::Optimizer* optimizer) {
   std::vector<std::pair<std::string, at::Tensor>> tensors;
   for (const auto& p : module.named_parameters()) tensors.emplace_back(p.key(), p.value());

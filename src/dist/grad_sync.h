@@ -74,6 +74,10 @@ class GradientSync {
   GradSyncStats stats_;
 };
 
+/// Copies rank 0's floating-point buffers (BatchNorm's running statistics) to every rank in one
+/// broadcast, as DDP does before each forward pass, so that the ranks' models stay identical.
+void BroadcastBuffers(Group& group, const std::vector<at::Tensor>& buffers);
+
 /// Checks that every rank holds the same parameters and buffers (names, shapes and dtypes), then
 /// copies rank 0's values, and its optimizer state when `optimizer` is given, to every rank.
 /// Throws InvalidError on every rank, naming the first difference and the rank, when the models

@@ -8,6 +8,9 @@
 
 namespace shoal::train {
 
+/// "[a, 'b', 3]" as a JSON list of scalars (YAML's flow sequence).
+nlohmann::json FlowList(const std::string& text);
+
 namespace {
 
 std::string Trim(const std::string& s) {
@@ -116,26 +119,7 @@ class Parser {
   nlohmann::json Value(const std::string& text, const Line& line) const {
     if (text.front() == '[') {
       if (text.back() != ']') Fail(line, "unclosed '['");
-      nlohmann::json list = nlohmann::json::array();
-      std::string inner = Trim(text.substr(1, text.size() - 2));
-      if (inner.empty()) return list;
-      std::string item;
-      char quote = 0;
-      for (char c : inner + ",") {
-        if (quote) {
-          if (c == quote) quote = 0;
-          item += c;
-        } else if (c == '"' || c == '\'') {
-          quote = c;
-          item += c;
-        } else if (c == ',') {
-          list.push_back(ParseScalar(Trim(item)));
-          item.clear();
-        } else {
-          item += c;
-        }
-      }
-      return list;
+      return FlowList(text);
     }
     if (text.front() == '{') Fail(line, "flow mappings are not supported; use indented lines");
     return ParseScalar(text);
@@ -188,6 +172,29 @@ nlohmann::json ParseYaml(const std::string& text, const std::string& name) {
   return Parser(std::move(lines), name).Parse();
 }
 
+nlohmann::json FlowList(const std::string& text) {
+  nlohmann::json list = nlohmann::json::array();
+  std::string inner = Trim(text.substr(1, text.size() - 2));
+  if (inner.empty()) return list;
+  std::string item;
+  char quote = 0;
+  for (char c : inner + ",") {
+    if (quote) {
+      if (c == quote) quote = 0;
+      item += c;
+    } else if (c == '"' || c == '\'') {
+      quote = c;
+      item += c;
+    } else if (c == ',') {
+      list.push_back(ParseScalar(Trim(item)));
+      item.clear();
+    } else {
+      item += c;
+    }
+  }
+  return list;
+}
+
 void ApplyOverrides(nlohmann::json& config, const std::vector<std::string>& overrides) {
   for (std::string o : overrides) {
     if (o.rfind("--", 0) == 0) o = o.substr(2);
@@ -211,7 +218,11 @@ void ApplyOverrides(nlohmann::json& config, const std::vector<std::string>& over
       start = dot + 1;
     }
     std::string value = o.substr(eq + 1);
-    *node = value.empty() ? nlohmann::json("") : ParseScalar(value);
+    if (value.size() >= 2 && value.front() == '[' && value.back() == ']') {
+      *node = FlowList(value);  // --model.hidden=[64,32]
+    } else {
+      *node = value.empty() ? nlohmann::json("") : ParseScalar(value);
+    }
   }
 }
 

@@ -55,6 +55,9 @@ TEST(ConfigTest, DottedOverridesSetValuesAndSections) {
   EXPECT_EQ(c["data"]["root"], "/tmp/x");
   EXPECT_DOUBLE_EQ(c["optimizer"]["lr"].get<double>(), 0.1);
   EXPECT_EQ(c["trainer"]["fast_dev_run"], true);
+  ApplyOverrides(c, {"--model.hidden=[64, 32]", "--model.empty=[]"});
+  EXPECT_EQ(c["model"]["hidden"], nlohmann::json::parse("[64, 32]"));
+  EXPECT_EQ(c["model"]["empty"], nlohmann::json::array());
   EXPECT_THROW(ApplyOverrides(c, {"--trainer.max_epochs"}), Error);
   EXPECT_THROW(ApplyOverrides(c, {"--trainer.max_epochs.x=1"}), Error);
 }

@@ -433,6 +433,7 @@ json RunTrain(const json& config) {
   out["last_checkpoint"] = last;
   out["seconds"] = Round(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 3);
   out["world_size"] = b.trainer->world_size();
+  out["weights_crc32"] = b.trainer->weights_crc32();  // the same on every rank (checked)
   if (!b.trainer->is_global_zero()) return nullptr;  // rank 0 reports
   return out;
 }

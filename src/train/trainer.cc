@@ -8,12 +8,14 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <iostream>
 #include <sstream>
 
 #include "dist/grad_sync.h"
 #include "dist/process_group.h"
+#include "util/crc32.h"
 #include "util/error.h"
 #include "util/file.h"
 
@@ -582,12 +584,14 @@ void Trainer::fit(Module& module, DataModule& data, const std::string& ckpt_path
   auto validate = [&] {
     if (!val_options) return;
     ClearProgress();
+    if (grad_sync_) dist::BroadcastBuffers(*options_.group, module.buffers());
     Metrics val = RunEvaluation(module, *val_options, "val", options_.limit_val_batches);
     for (const auto& [k, v] : val) metrics_[k] = v;
     module.on_validation_epoch_end();
     for (const auto& c : callbacks_) c->on_validation_end(*this);
   };
   should_stop = false;
+  const std::vector<at::Tensor> buffers = module.buffers();
   while (epoch_ < options_.max_epochs && !should_stop) {
     module.train();
     module.on_train_epoch_start();
@@ -608,6 +612,8 @@ void Trainer::fit(Module& module, DataModule& data, const std::string& ckpt_path
       waited += Seconds(wait_start);
       if (!batch) break;
       TensorBatch t = ToTensors(std::move(*batch));
+      // As DDP: every rank starts a step with rank 0's buffers (BatchNorm statistics).
+      if (grad_sync_ && batch_in_epoch_ % options_.accumulate_grad_batches == 0) dist::BroadcastBuffers(*options_.group, buffers);
       at::Tensor loss = module.training_step(t, batch_in_epoch_);
       if (!loss.defined()) throw InvalidError("training_step() returned no loss");
       // Gradients are averaged across ranks on the last micro-step of an accumulation only.
@@ -659,6 +665,7 @@ void Trainer::fit(Module& module, DataModule& data, const std::string& ckpt_path
       }
       if (should_stop) break;
     }
+    if (grad_sync_) dist::BroadcastBuffers(*options_.group, buffers);  // validation and checkpoints see rank 0's
     ReduceSums(sums, "training metrics of epoch " + std::to_string(epoch_));
     for (const auto& [k, v] : sums) {
       if (v.second > 0) metrics_[k] = v.first / static_cast<double>(v.second);
@@ -695,6 +702,27 @@ void Trainer::fit(Module& module, DataModule& data, const std::string& ckpt_path
   }
   module.on_fit_end();
   for (const auto& c : callbacks_) c->on_fit_end(*this);
+  uint32_t crc = 0;
+  for (const auto& t : module.named_parameters()) {
+    at::Tensor c = t.value().detach().contiguous();
+    crc = Crc32(crc, static_cast<const uint8_t*>(c.data_ptr()), c.nbytes());
+  }
+  for (const auto& t : module.named_buffers()) {
+    at::Tensor c = t.value().detach().contiguous();
+    crc = Crc32(crc, static_cast<const uint8_t*>(c.data_ptr()), c.nbytes());
+  }
+  char hex[9];
+  std::snprintf(hex, sizeof hex, "%08x", crc);
+  weights_crc32_ = hex;
+  if (options_.group && world_size() > 1) {
+    std::vector<std::string> all = options_.group->AllGather(weights_crc32_, "comparing the ranks' final weights");
+    for (int r = 1; r < world_size(); ++r) {
+      if (all[r] != all[0]) {
+        throw InvalidError("after training, rank " + std::to_string(r) + "'s weights (CRC-32 " + all[r] +
+                           ") differ from rank 0's (" + all[0] + "): the ranks drifted apart");
+      }
+    }
+  }
 }
 
 void Trainer::ApplySchedule() {

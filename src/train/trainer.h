@@ -150,6 +150,10 @@ class Trainer {
   /// Whether this process is rank 0 (or the only one): it alone writes checkpoints and logs.
   bool is_global_zero() const;
   int world_size() const;
+  /// CRC-32 of the module's parameters and buffers after fit(), as 8 hex digits. With several
+  /// ranks, fit() checks that every rank ends with the same value (an error names the first
+  /// rank that differs): data-parallel ranks must never drift apart silently.
+  const std::string& weights_crc32() const { return weights_crc32_; }
   /// Where the checkpoint callback keeps last.ckpt (it may not exist); empty without one.
   std::string last_checkpoint_path() const;
   /// Records a metric into callback_metrics() (for callbacks such as LearningRateMonitor).
@@ -188,6 +192,7 @@ class Trainer {
   std::unique_ptr<data::Loader> train_loader_;
   std::unique_ptr<dist::GradientSync> grad_sync_;
   int64_t steps_per_epoch_ = 0;  // optimizer steps an epoch
+  std::string weights_crc32_;
   int64_t epoch_ = 0;
   int64_t global_step_ = 0;
   int64_t batch_in_epoch_ = 0;
