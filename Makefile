@@ -8,7 +8,7 @@ JOBS ?= $(shell nproc)
 FUZZ_SECONDS ?= 60
 CMAKE_FLAGS ?=
 
-.PHONY: help deps build test run test-asan test-tsan fuzz-parquet bench-parquet bench-delta bench-loader bench-train format lint clean
+.PHONY: help deps build test run test-asan test-tsan fuzz-parquet bench-parquet bench-delta bench-loader bench-train bench-dist format lint clean
 
 help:
 	@echo "make run        install dependencies, build, and run the main job"
@@ -21,6 +21,7 @@ help:
 	@echo "make bench-delta    Delta snapshot load times: long logs, checkpoints, many files"
 	@echo "make bench-loader   the loader against torch DataLoader + PIL, side by side (docs/benchmarks.md)"
 	@echo "make bench-train    shoal train against Python PyTorch, and the Trainer's overhead over a raw loop"
+	@echo "make bench-dist     data-parallel scaling, gradient-sync bandwidth, overlap; charts in docs/img"
 	@echo "make format | lint  clang-format in place | clang-tidy"
 
 deps:
@@ -71,6 +72,11 @@ bench-train: deps
 	cmake --build $(BUILD) -j $(JOBS) --target shoal shoal-torch shoal_train_overhead
 	/usr/bin/python3 bench/train_compare.py $(BUILD)
 	$(BUILD)/bench/shoal_train_overhead $(BUILD)/bench-data/fmnist-train-png --epochs 2
+
+bench-dist: deps
+	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release -DSHOAL_BUILD_BENCHMARKS=ON $(CMAKE_FLAGS)
+	cmake --build $(BUILD) -j $(JOBS) --target shoal shoal-torch shoal_dist_bench
+	/usr/bin/python3 bench/dist_compare.py $(BUILD)
 
 bench-delta: deps
 	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release -DSHOAL_BUILD_BENCHMARKS=ON $(CMAKE_FLAGS)

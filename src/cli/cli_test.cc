@@ -55,6 +55,21 @@ TEST(CliTest, VersionPrintsShoalAndLibtorchVersions) {
   EXPECT_NE(r.out.find("cuda devices "), std::string::npos) << r.out;
 }
 
+TEST(CliTest, LaunchRunsRanksWithPrefixedOutputAndReportsAFailingRank) {
+  Result ok = RunShoal("launch -np 2 -- sh -c 'echo rank $SHOAL_RANK of $SHOAL_WORLD_SIZE'");
+  EXPECT_EQ(ok.status, 0) << ok.err;
+  EXPECT_NE(ok.out.find("[0] rank 0 of 2\n"), std::string::npos) << ok.out;
+  EXPECT_NE(ok.out.find("[1] rank 1 of 2\n"), std::string::npos) << ok.out;
+  Result failed = RunShoal("launch -np 2 -- sh -c 'if [ $SHOAL_RANK = 1 ]; then exit 7; fi; exec sleep 30'");
+  EXPECT_EQ(failed.status, 1);
+  EXPECT_NE(failed.err.find("rank 1 exited with status 7"), std::string::npos) << failed.err;
+  EXPECT_EQ(RunShoal("launch -np 2").status, 2);     // no command
+  EXPECT_EQ(RunShoal("launch -np 0 -- true").status, 2);
+  Result slots = RunShoal("launch -np 3 -H localhost:2 -- true");
+  EXPECT_EQ(slots.status, 1);
+  EXPECT_NE(slots.err.find("needs 3 slots; the hosts give 2"), std::string::npos) << slots.err;
+}
+
 TEST(CliTest, UnknownCommandIsAUsageErrorOnStderrWithExitTwo) {
   Result r = RunShoal("frobnicate");
   EXPECT_EQ(r.status, 2);

@@ -2,6 +2,9 @@
 
 #include <torch/nn/module.h>
 #include <torch/optim/optimizer.h>
+#include <torch/csrc/autograd/function.h>
+#include <torch/csrc/autograd/utils/lambda_post_hook.h>
+#include <torch/csrc/autograd/variable.h>
 #include <torch/serialize.h>
 #include <torch/torch.h>
 
@@ -59,13 +62,29 @@ GradientSync::GradientSync(std::shared_ptr<Group> group, std::vector<at::Tensor>
     stats_.bytes += n * (options_.compression == "none" ? 4 : 2);
   }
   stats_.buckets = static_cast<int>(buckets_.size());
+  // The slots share their bucket's memory without being autograd views of it, so that an
+  // optimizer's zero_grad() may detach them in place; each keeps its bucket alive.
   for (size_t k = 0; k < params_.size(); ++k) {
-    hooks_.push_back(params_[k].register_hook([this, k](const at::Tensor& grad) { OnGradient(k, grad); }));
+    auto [bi, offset] = where_[k];
+    at::Tensor flat = buckets_[bi]->flat;
+    slots_.push_back(at::from_blob(flat.data_ptr<float>() + offset, params_[k].sizes(), [flat](void*) {}, flat.options()));
+  }
+  // A hook after each parameter's gradient accumulator: it runs once backward has added this
+  // pass's gradient into .grad, which is a view into the bucket (so nothing is copied).
+  for (size_t k = 0; k < params_.size(); ++k) {
+    std::shared_ptr<torch::autograd::Node> accumulator = torch::autograd::impl::grad_accumulator(params_[k]);
+    if (!accumulator) throw InvalidError("parameter " + std::to_string(k) + " is not a leaf that takes gradients");
+    hooks_.push_back(accumulator->add_post_hook(std::make_unique<torch::autograd::utils::LambdaPostHook>(
+        [this, k](const torch::autograd::variable_list& outputs, const torch::autograd::variable_list&) {
+          OnGradient(k);
+          return outputs;
+        })));
+    accumulators_.push_back(std::move(accumulator));
   }
 }
 
 GradientSync::~GradientSync() {
-  for (size_t k = 0; k < params_.size() && k < hooks_.size(); ++k) params_[k].remove_hook(hooks_[k]);
+  for (size_t k = 0; k < accumulators_.size() && k < hooks_.size(); ++k) accumulators_[k]->del_post_hook(hooks_[k]);
 }
 
 std::vector<std::vector<size_t>> GradientSync::buckets() const {
@@ -74,10 +93,7 @@ std::vector<std::vector<size_t>> GradientSync::buckets() const {
   return out;
 }
 
-at::Tensor GradientSync::Slot(size_t k) const {
-  auto [bi, offset] = where_[k];
-  return buckets_[bi]->flat.narrow(0, static_cast<int64_t>(offset), params_[k].numel()).view_as(params_[k]);
-}
+at::Tensor GradientSync::Slot(size_t k) const { return slots_[k]; }
 
 void GradientSync::Prepare(bool sync) {
   syncing_ = sync;
@@ -87,21 +103,29 @@ void GradientSync::Prepare(bool sync) {
     b->ready = 0;
     b->launched = false;
   }
+  // Each .grad is its slot in a bucket: backward accumulates straight into the bucket. A .grad
+  // that is not (it was set to none, or replaced) moves in, keeping its value.
+  for (size_t k = 0; k < params_.size(); ++k) {
+    at::Tensor slot = Slot(k);
+    at::Tensor& grad = params_[k].mutable_grad();
+    if (grad.defined() && grad.data_ptr() == slot.data_ptr()) continue;
+    if (grad.defined()) {
+      slot.copy_(grad);
+    } else {
+      slot.zero_();
+    }
+    grad = slot;
+  }
 }
 
-// Called by autograd with the parameter's gradient of this pass, before it is added to .grad;
-// the bucket gets .grad (earlier micro-steps) plus it: what .grad will hold after backward.
-void GradientSync::OnGradient(size_t k, const at::Tensor& grad) {
-  if (!syncing_) return;
-  Bucket& b = *buckets_[where_[k].first];
+// Called by autograd after the parameter's gradient of this pass was added to .grad.
+void GradientSync::OnGradient(size_t k) {
+  if (!syncing_ || fired_[k]) return;
   fired_[k] = 1;
-  at::Tensor slot = Slot(k);
-  const at::Tensor& accumulated = params_[k].grad();
-  if (accumulated.defined()) {
-    at::add_out(slot, accumulated, grad);
-  } else {
-    slot.copy_(grad);
-  }
+  // Average: divide before the sum (so a compressed dtype does not overflow), here while the
+  // gradient autograd just wrote is still in cache, rather than in a pass over the bucket.
+  Slot(k).div_(group_->size());
+  Bucket& b = *buckets_[where_[k].first];
   if (++b.ready == b.params.size()) LaunchReady();
 }
 
@@ -113,8 +137,6 @@ void GradientSync::LaunchReady() {
 }
 
 void GradientSync::Launch(Bucket& b) {
-  // Average: divide before the sum, so a compressed dtype does not overflow.
-  b.flat.div_(group_->size());
   if (options_.compression == "fp16") {
     b.wire = b.flat.to(at::kHalf);
   } else if (options_.compression == "bf16") {
@@ -129,34 +151,23 @@ void GradientSync::Launch(Bucket& b) {
 void GradientSync::Finish() {
   if (!syncing_) return;
   auto start = std::chrono::steady_clock::now();
-  // Parameters whose hook did not fire this pass contribute their accumulated .grad, or zero.
+  // Parameters without a gradient in this pass contribute what .grad holds (zero after zero_grad).
   for (size_t i = next_launch_; i < buckets_.size(); ++i) {
-    Bucket& b = *buckets_[i];
-    for (size_t k : b.params) {
-      if (fired_[k]) continue;
-      at::Tensor slot = Slot(k);
-      const at::Tensor& accumulated = params_[k].grad();
-      if (accumulated.defined()) {
-        slot.copy_(accumulated);
-      } else {
-        slot.zero_();
-      }
+    for (size_t k : buckets_[i]->params) {
+      if (!fired_[k]) Slot(k).div_(group_->size());
     }
-    Launch(b);
+    Launch(*buckets_[i]);
   }
   next_launch_ = buckets_.size();
   for (auto& b : buckets_) {
     b->pending.Wait();
     if (b->wire.data_ptr() != b->flat.data_ptr()) b->flat.copy_(b->wire);
-    for (size_t k : b->params) {
-      at::Tensor slot = Slot(k);
-      at::Tensor& g = params_[k].mutable_grad();
-      if (g.defined()) {
-        g.copy_(slot);
-      } else {
-        g = slot.clone();
-      }
-    }
+  }
+  // A .grad replaced during backward (not accumulated in place) gets the average too.
+  for (size_t k = 0; k < params_.size(); ++k) {
+    at::Tensor slot = Slot(k);
+    at::Tensor& grad = params_[k].mutable_grad();
+    if (!grad.defined() || grad.data_ptr() != slot.data_ptr()) grad = slot;
   }
   syncing_ = false;
   ++stats_.steps;

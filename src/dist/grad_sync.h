@@ -19,6 +19,9 @@ class Module;
 namespace torch::optim {
 class Optimizer;
 }
+namespace torch::autograd {
+struct Node;
+}
 
 namespace shoal::dist {
 
@@ -37,7 +40,9 @@ struct GradSyncStats {
 class GradientSync {
  public:
   /// `params`: the trainable parameters, in the model's order; buckets fill in reverse order
-  /// (the order backward produces gradients in). Registers a hook on each.
+  /// (the order backward produces gradients in). Hooks each one's gradient accumulator, and makes
+  /// each .grad a view into its bucket (as DDP's gradient_as_bucket_view), so neither backward
+  /// nor the average copies gradients.
   GradientSync(std::shared_ptr<Group> group, std::vector<at::Tensor> params, GradSyncOptions options = {});
   ~GradientSync();
   GradientSync(const GradientSync&) = delete;
@@ -57,7 +62,7 @@ class GradientSync {
 
  private:
   struct Bucket;
-  void OnGradient(size_t param, const at::Tensor& grad);
+  void OnGradient(size_t param);
   at::Tensor Slot(size_t param) const;  // the parameter's place in its bucket
   void LaunchReady();
   void Launch(Bucket& bucket);
@@ -67,7 +72,9 @@ class GradientSync {
   GradSyncOptions options_;
   std::vector<std::unique_ptr<Bucket>> buckets_;
   std::vector<std::pair<size_t, size_t>> where_;  // param -> (bucket, offset in elements)
-  std::vector<unsigned> hooks_;
+  std::vector<at::Tensor> slots_;                 // param -> its place in its bucket
+  std::vector<std::shared_ptr<torch::autograd::Node>> accumulators_;  // kept alive for the hooks
+  std::vector<uintptr_t> hooks_;
   std::vector<char> fired_;  // whose hook fired in this pass
   size_t next_launch_ = 0;
   bool syncing_ = false;
