@@ -122,6 +122,7 @@ int Run(int argc, char** argv) {
   AddDataCommands(app);
   AddTorchCommands(app);
   AddLaunchCommands(app);
+  AddTrackCommands(app);
 
   // `shoal launch -np N` (mpirun's spelling): CLI11 takes one-letter short options only.
   std::vector<std::string> words(argv, argv + argc);

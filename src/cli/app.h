@@ -27,6 +27,7 @@ void AddTableCommands(CLI::App& app);
 void AddIngestCommands(CLI::App& app);
 void AddDataCommands(CLI::App& app);
 void AddLaunchCommands(CLI::App& app);
+void AddTrackCommands(CLI::App& app);
 
 /// Thrown by a command whose outcome is an exit status of its own (`shoal launch`); Run()
 /// returns it without a message.

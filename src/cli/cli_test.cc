@@ -9,6 +9,8 @@
 #include <sstream>
 #include <string>
 
+#include "track/store.h"
+
 namespace {
 
 struct Result {
@@ -68,6 +70,43 @@ TEST(CliTest, LaunchRunsRanksWithPrefixedOutputAndReportsAFailingRank) {
   Result slots = RunShoal("launch -np 3 -H localhost:2 -- true");
   EXPECT_EQ(slots.status, 1);
   EXPECT_NE(slots.err.find("needs 3 slots; the hosts give 2"), std::string::npos) << slots.err;
+}
+
+TEST(CliTest, RunsAndModelsReadTheTrackingStore) {
+  auto dir = std::filesystem::temp_directory_path() / ("shoal_cli_track_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  std::string run_id;
+  {
+    auto store = shoal::track::Store::Open(dir.string());
+    std::string exp = store->CreateExperiment("exp");
+    run_id = store->CreateRun(exp, "cli-run").run_id;
+    store->LogBatch(run_id, {{"test_acc", 0.9, 1, 5}}, {{"lr", "0.1"}});
+    std::filesystem::create_directories(dir / "files");
+    std::ofstream(dir / "files" / "model.ckpt") << "weights";
+    store->LogArtifact(run_id, (dir / "files" / "model.ckpt").string(), "model");
+    store->UpdateRun(run_id, "FINISHED");
+  }
+  const std::string flag = " --store " + dir.string();
+  Result ls = RunShoal("runs ls" + flag + " --experiment exp");
+  EXPECT_EQ(ls.status, 0) << ls.err;
+  EXPECT_NE(ls.out.find(run_id + "  cli-run"), std::string::npos) << ls.out;
+  EXPECT_NE(ls.out.find("test_acc=0.9"), std::string::npos) << ls.out;
+  Result show = RunShoal("runs show " + run_id + flag);
+  EXPECT_EQ(show.status, 0) << show.err;
+  EXPECT_NE(show.out.find("\"status\": \"FINISHED\""), std::string::npos) << show.out;
+  EXPECT_NE(show.out.find("\"path\": \"model/model.ckpt\""), std::string::npos) << show.out;
+  Result reg = RunShoal("models register --run " + run_id + " --name m --path model/model.ckpt" + flag);
+  EXPECT_EQ(reg.status, 0) << reg.err;
+  EXPECT_NE(reg.out.find("\"version\":\"1\""), std::string::npos) << reg.out;
+  EXPECT_EQ(RunShoal("models alias m champion 1" + flag).status, 0);
+  Result models = RunShoal("models ls" + flag);
+  EXPECT_NE(models.out.find("\"aliases\":{\"champion\":\"1\"}"), std::string::npos) << models.out;
+  Result missing = RunShoal("runs show nosuchrun" + flag);
+  EXPECT_EQ(missing.status, 1);
+  EXPECT_NE(missing.err.find("run 'nosuchrun' does not exist"), std::string::npos) << missing.err;
+  EXPECT_EQ(RunShoal("models register --run " + run_id + " --name m --path nothing" + flag).status, 1);
+  EXPECT_EQ(RunShoal("models alias m latest 1" + flag).status, 1);
+  std::filesystem::remove_all(dir);
 }
 
 TEST(CliTest, UnknownCommandIsAUsageErrorOnStderrWithExitTwo) {

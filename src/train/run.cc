@@ -10,6 +10,10 @@
 #include <iostream>
 
 #include "data/ingest.h"
+#include "delta/snapshot.h"
+#include "track/store.h"
+#include "track/tracker.h"
+#include "train/tracking_callback.h"
 #include "dist/cluster.h"
 #include "dist/process_group.h"
 #include "delta/writer.h"
@@ -101,6 +105,12 @@ json Defaults() {
         {"compression", "none"},
         {"scale_lr", "none"},
         {"warmup_epochs", 0.0}}},
+      {"tracking",
+       {{"enabled", true},
+        {"uri", ""},
+        {"experiment", "Default"},
+        {"run_name", ""},
+        {"register_model", ""}}},
       {"callbacks",
        {{"early_stopping",
          {{"enabled", true},
@@ -270,15 +280,24 @@ class TableData : public DataModule {
 };
 
 struct Built {
+  std::shared_ptr<track::Tracker> tracker;  // rank 0 of a tracked run, else null
   std::shared_ptr<Classifier> module;
   std::unique_ptr<TableData> data;
   std::unique_ptr<Trainer> trainer;
   json config;
 };
 
+// The tracking store: tracking.uri, else MLFLOW_TRACKING_URI, else the data root.
+std::string TrackingUri(const json& c) {
+  std::string uri = Value<std::string>(c["tracking"], "uri", "tracking");
+  if (!uri.empty()) return uri;
+  if (const char* env = std::getenv("MLFLOW_TRACKING_URI"); env && *env) return env;
+  return Value<std::string>(c["data"], "root", "data");
+}
+
 // The model's input shape comes from the train table's description (through a loader). With
 // `distributed`, a process started by a launcher (dist/cluster.h) joins its process group.
-Built Build(const json& raw, bool distributed = false) {
+Built Build(const json& raw, bool distributed = false, bool tracked = false) {
   Built b;
   b.config = ResolveConfig(raw);
   const json& c = b.config;
@@ -346,6 +365,22 @@ Built Build(const json& raw, bool distributed = false) {
     }
   }
   std::vector<std::shared_ptr<Callback>> callbacks;
+  const json& tr = c["tracking"];
+  if (tracked && Value<bool>(tr, "enabled", "tracking") && env.rank == 0) {
+    b.tracker = std::make_shared<track::Tracker>(std::shared_ptr<track::Store>(track::Store::Open(TrackingUri(c))));
+    TrackingOptions k;
+    k.experiment = Value<std::string>(tr, "experiment", "tracking");
+    k.run_name = Value<std::string>(tr, "run_name", "tracking");
+    // Lineage: the tables read, at the Delta versions read.
+    for (const char* key : {"train_table", "val_table", "test_table"}) {
+      std::string table = b.data->Table(key);
+      if (table.empty() || !std::filesystem::exists(std::filesystem::path(table) / "_delta_log")) continue;
+      std::string name = std::string(key).substr(0, std::string(key).find('_'));
+      k.tags["shoal.input." + name + "_table"] = std::filesystem::absolute(table).string();
+      k.tags["shoal.input." + name + "_table_version"] = std::to_string(delta::LoadSnapshot(table).version);
+    }
+    callbacks.push_back(std::make_shared<TrackingCallback>(b.tracker, k));
+  }
   const json& es = c["callbacks"]["early_stopping"];
   if (Value<bool>(es, "enabled", "callbacks.early_stopping")) {
     EarlyStoppingOptions e;
@@ -397,7 +432,7 @@ json ResolveConfig(const json& config) {
 
 json RunTrain(const json& config) {
   auto start = std::chrono::steady_clock::now();
-  Built b = Build(config, /*distributed=*/true);
+  Built b = Build(config, /*distributed=*/true, /*tracked=*/true);
   std::string ckpt_path = Value<std::string>(b.config["trainer"], "ckpt_path", "trainer");
   // A job the launcher restarted resumes from the last checkpoint this job wrote.
   const dist::ClusterEnv env = dist::DetectClusterEnv();
@@ -432,6 +467,22 @@ json RunTrain(const json& config) {
   out["checkpoint"] = !best.empty() ? best : last;
   out["last_checkpoint"] = last;
   out["seconds"] = Round(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 3);
+  if (b.tracker && !b.tracker->run_id().empty()) {
+    // The test metrics, the model, and its registration close the tracking run.
+    for (const auto& [k, v] : test) b.tracker->LogMetric(k, v, b.trainer->global_step());
+    out["run_id"] = b.tracker->run_id();
+    std::string model = !best.empty() ? best : last;
+    if (!model.empty() && std::filesystem::exists(model)) {
+      std::string stored = b.tracker->LogArtifact(model, "model");
+      const std::string name = Value<std::string>(b.config["tracking"], "register_model", "tracking");
+      if (!name.empty()) {
+        track::ModelVersion v = b.tracker->store().CreateModelVersion(name, stored, b.tracker->run_id());
+        out["registered_model"] = name;
+        out["model_version"] = v.version;
+      }
+    }
+    b.tracker->EndRun("FINISHED");
+  }
   out["world_size"] = b.trainer->world_size();
   out["weights_crc32"] = b.trainer->weights_crc32();  // the same on every rank (checked)
   if (!b.trainer->is_global_zero()) return nullptr;  // rank 0 reports

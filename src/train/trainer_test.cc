@@ -8,6 +8,7 @@
 #include <fstream>
 
 #include "data/testing.h"
+#include "track/store.h"
 #include "train/run.h"
 #include "train/safetensors.h"
 #include "train/schedule.h"
@@ -78,7 +79,7 @@ TEST_F(TrainerTest, ResumingMidEpochEndsWithTheWeightsOfAnUninterruptedRun) {
   // A run stopped at step 17; its last checkpoint is from step 15, in the middle of epoch 1.
   nlohmann::json first = Config("first");
   first["trainer"]["max_steps"] = 17;
-  RunTrain(first);
+  nlohmann::json first_out = RunTrain(first);
   std::string mid = (dir_ / "first" / "checkpoints" / "last.ckpt").string();
   auto mid_ckpt = Load(mid);
   EXPECT_EQ(mid_ckpt.at("global_step").toInt(), 15);
@@ -89,6 +90,7 @@ TEST_F(TrainerTest, ResumingMidEpochEndsWithTheWeightsOfAnUninterruptedRun) {
   resumed["trainer"]["ckpt_path"] = mid;
   nlohmann::json out = RunTrain(resumed);
   EXPECT_EQ(out["global_step"], 30);
+  EXPECT_EQ(out["run_id"], first_out["run_id"]);  // the resumed job continues its tracking run
   auto a = Load((dir_ / "whole" / "checkpoints" / "last.ckpt").string()).at("state_dict").toGenericDict();
   auto b = Load((dir_ / "resumed" / "checkpoints" / "last.ckpt").string()).at("state_dict").toGenericDict();
   ASSERT_EQ(a.size(), b.size());
@@ -97,6 +99,38 @@ TEST_F(TrainerTest, ResumingMidEpochEndsWithTheWeightsOfAnUninterruptedRun) {
     EXPECT_TRUE(torch::allclose(x, y, 0, 1e-6)) << entry.key().toStringRef() << " differs";
   }
   EXPECT_DOUBLE_EQ(out["test_acc"].get<double>(), whole["test_acc"].get<double>());
+}
+
+TEST_F(TrainerTest, ARunIsTrackedAndItsModelRegistered) {
+  nlohmann::json config = Config("tracked");
+  config["tracking"] = {{"experiment", "tests"}, {"run_name", "mlp"}, {"register_model", "digits"}};
+  nlohmann::json out = RunTrain(config);
+  ASSERT_TRUE(out.contains("run_id")) << out.dump();
+  EXPECT_EQ(out["model_version"], "1");
+  auto store = track::Store::Open(dir_.string());
+  track::Run run = store->GetRun(out["run_id"].get<std::string>());
+  EXPECT_EQ(run.info.status, "FINISHED");
+  EXPECT_EQ(run.info.run_name, "mlp");
+  EXPECT_EQ(store->GetExperiment(run.info.experiment_id).name, "tests");
+  EXPECT_EQ(run.params.at("optimizer.lr"), "0.01");
+  EXPECT_EQ(run.tags.at("shoal.input.train_table"), fs::absolute(dir_ / "t").string());
+  EXPECT_EQ(run.tags.at("shoal.input.train_table_version"), "0");
+  EXPECT_EQ(run.tags.at("shoal.world_size"), "1");
+  // One train_loss per epoch, at the epoch's last step; the test metrics at the end.
+  std::vector<track::Metric> loss = store->GetMetricHistory(run.info.run_id, "train_loss");
+  ASSERT_EQ(loss.size(), 3u);
+  EXPECT_EQ(loss[0].step, 10);
+  EXPECT_EQ(loss[2].step, 30);
+  EXPECT_NEAR(loss[2].value, out["train_loss"].get<double>(), 1e-6);  // the JSON keeps 6 decimals
+  EXPECT_EQ(store->GetMetricHistory(run.info.run_id, "test_acc").size(), 1u);
+  track::ModelVersion v = store->GetModelVersion("digits", "1");
+  EXPECT_EQ(v.run_id, run.info.run_id);
+  EXPECT_TRUE(fs::exists(v.source)) << v.source;
+  EXPECT_TRUE(fs::exists(fs::path(run.info.artifact_uri) / "checkpoints" / "last.ckpt"));
+  // tracking.enabled=false leaves no run.
+  nlohmann::json untracked = Config("untracked");
+  untracked["tracking"] = {{"enabled", false}};
+  EXPECT_FALSE(RunTrain(untracked).contains("run_id"));
 }
 
 TEST_F(TrainerTest, PythonTorchLoadOpensACheckpoint) {
