@@ -100,7 +100,7 @@ TEST(CliTest, RunsAndModelsReadTheTrackingStore) {
   EXPECT_NE(reg.out.find("\"version\":\"1\""), std::string::npos) << reg.out;
   EXPECT_EQ(RunShoal("models alias m champion 1" + flag).status, 0);
   Result models = RunShoal("models ls" + flag);
-  EXPECT_NE(models.out.find("\"aliases\":{\"champion\":\"1\"}"), std::string::npos) << models.out;
+  EXPECT_NE(models.out.find("\"aliases\":[{\"alias\":\"champion\",\"version\":\"1\"}]"), std::string::npos) << models.out;
   Result missing = RunShoal("runs show nosuchrun" + flag);
   EXPECT_EQ(missing.status, 1);
   EXPECT_NE(missing.err.find("run 'nosuchrun' does not exist"), std::string::npos) << missing.err;

@@ -2,13 +2,18 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include <csignal>
 #include <ctime>
+#include <fstream>
+#include <thread>
 #include <filesystem>
 #include <iomanip>
 #include <iostream>
 #include <sstream>
 
 #include "cli/app.h"
+#include "track/mlflow_json.h"
+#include "track/server.h"
 #include "track/store.h"
 #include "util/error.h"
 
@@ -20,37 +25,6 @@ using nlohmann::json;
 
 const char* kStoreHelp = "The tracking store: a directory holding tracking.db, or sqlite:///PATH "
                          "(default: MLFLOW_TRACKING_URI, else ./shoal-data)";
-
-json MetricJson(const track::Metric& m) {
-  json value = std::isnan(m.value) ? json("NaN") : json(m.value);
-  return {{"key", m.key}, {"value", value}, {"timestamp", m.timestamp}, {"step", m.step}};
-}
-
-json RunJson(const track::Run& r) {
-  json metrics = json::array(), params = json::array(), tags = json::array();
-  for (const auto& m : r.metrics) metrics.push_back(MetricJson(m));
-  for (const auto& [k, v] : r.params) params.push_back({{"key", k}, {"value", v}});
-  for (const auto& [k, v] : r.tags) tags.push_back({{"key", k}, {"value", v}});
-  // MLflow's Run shape: info and data.
-  return {{"info",
-           {{"run_id", r.info.run_id},
-            {"run_uuid", r.info.run_id},
-            {"run_name", r.info.run_name},
-            {"experiment_id", r.info.experiment_id},
-            {"user_id", r.info.user_id},
-            {"status", r.info.status},
-            {"start_time", r.info.start_time},
-            {"end_time", r.info.end_time},
-            {"artifact_uri", r.info.artifact_uri},
-            {"lifecycle_stage", r.info.lifecycle_stage}}},
-          {"data", {{"metrics", metrics}, {"params", params}, {"tags", tags}}}};
-}
-
-json VersionJson(const track::ModelVersion& v) {
-  return {{"name", v.name},       {"version", v.version}, {"creation_timestamp", v.creation_timestamp},
-          {"source", v.source},   {"run_id", v.run_id},   {"status", v.status},
-          {"aliases", v.aliases}, {"description", v.description}};
-}
 
 std::string Time(int64_t ms) {
   if (ms <= 0) return "-";
@@ -84,7 +58,7 @@ void AddTrackCommands(CLI::App& app) {
     if (!a->experiment.empty()) ids.push_back(store->GetExperimentByName(a->experiment).experiment_id);
     std::vector<track::Run> list = store->ListRuns(ids, false, a->limit);
     if (a->format == "jsonl") {
-      for (const auto& r : list) std::cout << RunJson(r).dump() << "\n";
+      for (const auto& r : list) std::cout << track::ToJson(r).dump() << "\n";
       return;
     }
     std::cout << std::left << std::setw(34) << "run_id" << std::setw(22) << "name" << std::setw(10) << "status"
@@ -108,7 +82,7 @@ void AddTrackCommands(CLI::App& app) {
   show->callback([a] {
     auto store = track::Store::Open(a->store);
     track::Run r = store->GetRun(a->run);
-    json out = RunJson(r);
+    json out = track::ToJson(r);
     json artifacts = json::array();
     std::error_code ec;
     if (std::filesystem::exists(r.info.artifact_uri, ec)) {
@@ -129,17 +103,7 @@ void AddTrackCommands(CLI::App& app) {
   mls->add_option("--store", a->store, kStoreHelp);
   mls->callback([a] {
     auto store = track::Store::Open(a->store);
-    for (const auto& m : store->ListRegisteredModels()) {
-      json versions = json::array();
-      for (const auto& v : m.latest_versions) versions.push_back(VersionJson(v));
-      std::cout << json{{"name", m.name},
-                        {"creation_timestamp", m.creation_timestamp},
-                        {"last_updated_timestamp", m.last_updated_timestamp},
-                        {"latest_versions", versions},
-                        {"aliases", m.aliases}}
-                       .dump()
-                << "\n";
-    }
+    for (const auto& m : store->ListRegisteredModels()) std::cout << track::ToJson(m).dump() << "\n";
   });
   CLI::App* reg = models->add_subcommand("register", "Register a run's artifact as a new version of a model");
   reg->add_option("--run", a->run, "The run whose artifact it is")->required();
@@ -153,7 +117,7 @@ void AddTrackCommands(CLI::App& app) {
     if (!std::filesystem::exists(source)) {
       throw NotFoundError("run '" + a->run + "' has no artifact '" + a->path + "' (" + source.string() + ")");
     }
-    std::cout << VersionJson(store->CreateModelVersion(a->name, source.string(), a->run)).dump() << "\n";
+    std::cout << track::ToJson(store->CreateModelVersion(a->name, source.string(), a->run)).dump() << "\n";
   });
   CLI::App* alias = models->add_subcommand("alias", "Point an alias (e.g. champion) at a version of a model");
   alias->add_option("name", a->name, "The registered model")->required();
@@ -163,7 +127,52 @@ void AddTrackCommands(CLI::App& app) {
   alias->callback([a] {
     auto store = track::Store::Open(a->store);
     store->SetAlias(a->name, a->alias, a->version);
-    std::cout << VersionJson(store->GetModelVersionByAlias(a->name, a->alias)).dump() << "\n";
+    std::cout << track::ToJson(store->GetModelVersionByAlias(a->name, a->alias)).dump() << "\n";
+  });
+
+  struct ServerArgs {
+    std::string host = "127.0.0.1", store, artifacts_root, token_file;
+    int port = 5000;
+  };
+  auto sa = std::make_shared<ServerArgs>();
+  CLI::App* server = app.add_subcommand("server", "Serve the tracking store over MLflow's REST API 2.0 (runs with MLflow's clients)");
+  server->add_option("--host", sa->host, "The address to listen on (127.0.0.1: this machine only)");
+  server->add_option("--port", sa->port, "The port")->check(CLI::Range(1, 65535));
+  server->add_option("--store", sa->store, kStoreHelp);
+  server->add_option("--artifacts-root", sa->artifacts_root, "Where run artifacts are kept (default: artifacts/ beside the store)");
+  server->add_option("--auth-token-file", sa->token_file, "A file holding a bearer token every request must carry");
+  server->footer("Stop it with Ctrl-C or SIGTERM. Point MLflow at it: MLFLOW_TRACKING_URI=http://127.0.0.1:5000");
+  server->callback([sa] {
+    track::ServerOptions o;
+    o.host = sa->host;
+    o.port = sa->port;
+    if (!sa->token_file.empty()) {
+      std::ifstream in(sa->token_file);
+      if (!in) throw NotFoundError("cannot read the token file '" + sa->token_file + "'");
+      std::getline(in, o.auth_token);
+      while (!o.auth_token.empty() && std::isspace(static_cast<unsigned char>(o.auth_token.back()))) o.auth_token.pop_back();
+      if (o.auth_token.empty()) throw InvalidError("the token file '" + sa->token_file + "' is empty");
+    }
+    auto store = std::shared_ptr<track::Store>(track::Store::Open(sa->store, sa->artifacts_root));
+    track::Server http(store, o);
+    // SIGINT and SIGTERM end the server; a thread waits for them.
+    sigset_t signals;
+    sigemptyset(&signals);
+    sigaddset(&signals, SIGINT);
+    sigaddset(&signals, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+    int port = http.Bind();
+    std::cerr << "shoal server: serving " << store->path() << " at http://" << o.host << ":" << port
+              << (o.auth_token.empty() ? "" : " (bearer token required)") << "\n";
+    std::thread waiter([&] {
+      int sig = 0;
+      sigwait(&signals, &sig);
+      std::cerr << "shoal server: stopping\n";
+      http.Stop();
+    });
+    http.Run();
+    pthread_kill(waiter.native_handle(), SIGTERM);  // when Run() ended by itself
+    waiter.join();
   });
 }
 

@@ -179,7 +179,7 @@ fs::path Confined(const std::string& artifact_path) {
 
 }  // namespace
 
-std::unique_ptr<Store> Store::Open(const std::string& uri_in) {
+std::unique_ptr<Store> Store::Open(const std::string& uri_in, const std::string& artifact_root) {
   std::string uri = uri_in;
   if (uri.empty()) {
     const char* env = std::getenv("MLFLOW_TRACKING_URI");
@@ -199,7 +199,8 @@ std::unique_ptr<Store> Store::Open(const std::string& uri_in) {
   if (path.empty()) throw InvalidError("tracking store '" + uri + "' names no file");
   std::unique_ptr<Store> store(new Store());
   store->path_ = path;
-  store->artifact_root_ = (fs::absolute(fs::path(path)).parent_path() / "artifacts").string();
+  store->artifact_root_ = artifact_root.empty() ? (fs::absolute(fs::path(path)).parent_path() / "artifacts").string()
+                                               : fs::absolute(artifact_root).string();
   std::error_code ec;
   fs::create_directories(fs::absolute(fs::path(path)).parent_path(), ec);
   if (sqlite3_open_v2(path.c_str(), &store->db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
@@ -671,6 +672,67 @@ ModelVersion Store::GetModelVersionByAlias(const std::string& name, const std::s
   Stmt s(db_, "SELECT version FROM model_aliases WHERE name = ? AND alias = ?");
   if (!s.Bind(1, name).Bind(2, alias).Step()) throw NotFoundError("model '" + name + "' has no alias '" + alias + "'");
   return GetModelVersion(name, std::to_string(s.Int(0)));
+}
+
+std::vector<ModelVersion> Store::ListModelVersions(const std::string& name) {
+  std::lock_guard<std::recursive_mutex> lock(mutex_);
+  Stmt s(db_, name.empty() ? "SELECT * FROM model_versions ORDER BY name, version"
+                           : "SELECT * FROM model_versions WHERE name = ? ORDER BY version");
+  if (!name.empty()) s.Bind(1, name);
+  std::vector<ModelVersion> out;
+  while (s.Step()) out.push_back(ReadVersion(db_, s));
+  return out;
+}
+
+void Store::RenameRegisteredModel(const std::string& name, const std::string& new_name) {
+  CheckKey("registered model", new_name);
+  std::lock_guard<std::recursive_mutex> lock(mutex_);
+  GetRegisteredModel(name);
+  Stmt exists(db_, "SELECT 1 FROM registered_models WHERE name = ?");
+  if (exists.Bind(1, new_name).Step()) throw ConflictError("registered model '" + new_name + "' exists already");
+  Transaction t(db_);
+  Exec(db_, "PRAGMA defer_foreign_keys = ON");
+  for (const char* table : {"registered_models", "model_versions", "model_aliases"}) {
+    Stmt u(db_, std::string("UPDATE ") + table + " SET name = ? WHERE name = ?");
+    u.Bind(1, new_name).Bind(2, name).Run();
+  }
+  t.Commit();
+}
+
+void Store::UpdateRegisteredModel(const std::string& name, const std::string& description) {
+  std::lock_guard<std::recursive_mutex> lock(mutex_);
+  GetRegisteredModel(name);
+  Stmt u(db_, "UPDATE registered_models SET description = ?, last_updated_time = ? WHERE name = ?");
+  u.Bind(1, description).Bind(2, NowMillis()).Bind(3, name).Run();
+}
+
+void Store::DeleteRegisteredModel(const std::string& name) {
+  std::lock_guard<std::recursive_mutex> lock(mutex_);
+  GetRegisteredModel(name);
+  Transaction t(db_);
+  for (const char* table : {"model_aliases", "model_versions", "registered_models"}) {
+    Stmt d(db_, std::string("DELETE FROM ") + table + " WHERE name = ?");
+    d.Bind(1, name).Run();
+  }
+  t.Commit();
+}
+
+void Store::UpdateModelVersion(const std::string& name, const std::string& version, const std::string& description) {
+  std::lock_guard<std::recursive_mutex> lock(mutex_);
+  GetModelVersion(name, version);
+  Stmt u(db_, "UPDATE model_versions SET description = ?, last_updated_time = ? WHERE name = ? AND version = ?");
+  u.Bind(1, description).Bind(2, NowMillis()).Bind(3, name).Bind(4, ParseId("model version", version)).Run();
+}
+
+void Store::DeleteModelVersion(const std::string& name, const std::string& version) {
+  std::lock_guard<std::recursive_mutex> lock(mutex_);
+  GetModelVersion(name, version);
+  Transaction t(db_);
+  for (const char* table : {"model_aliases", "model_versions"}) {
+    Stmt d(db_, std::string("DELETE FROM ") + table + " WHERE name = ? AND version = ?");
+    d.Bind(1, name).Bind(2, ParseId("model version", version)).Run();
+  }
+  t.Commit();
 }
 
 }  // namespace shoal::track

@@ -89,7 +89,8 @@ class Store {
   /// "sqlite://rel/path.db", or a directory, which holds tracking.db and the artifacts under
   /// artifacts/. Empty: MLFLOW_TRACKING_URI when it is a sqlite URI or a path, else ./shoal-data.
   /// Migrates the schema to the current version.
-  static std::unique_ptr<Store> Open(const std::string& uri = "");
+  /// `artifact_root`: where run artifacts go (default: artifacts/ beside the database).
+  static std::unique_ptr<Store> Open(const std::string& uri = "", const std::string& artifact_root = "");
   ~Store();
 
   const std::string& path() const { return path_; }
@@ -136,6 +137,12 @@ class Store {
   ModelVersion CreateModelVersion(const std::string& name, const std::string& source, const std::string& run_id = "",
                                   const std::string& description = "");
   ModelVersion GetModelVersion(const std::string& name, const std::string& version);
+  std::vector<ModelVersion> ListModelVersions(const std::string& name = "");
+  void RenameRegisteredModel(const std::string& name, const std::string& new_name);
+  void UpdateRegisteredModel(const std::string& name, const std::string& description);
+  void DeleteRegisteredModel(const std::string& name);  ///< with its versions and aliases
+  void UpdateModelVersion(const std::string& name, const std::string& version, const std::string& description);
+  void DeleteModelVersion(const std::string& name, const std::string& version);  ///< and its aliases
   void SetAlias(const std::string& name, const std::string& alias, const std::string& version);
   void DeleteAlias(const std::string& name, const std::string& alias);
   ModelVersion GetModelVersionByAlias(const std::string& name, const std::string& alias);
