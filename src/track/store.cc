@@ -199,8 +199,10 @@ std::unique_ptr<Store> Store::Open(const std::string& uri_in, const std::string&
   if (path.empty()) throw InvalidError("tracking store '" + uri + "' names no file");
   std::unique_ptr<Store> store(new Store());
   store->path_ = path;
-  store->artifact_root_ = artifact_root.empty() ? (fs::absolute(fs::path(path)).parent_path() / "artifacts").string()
-                                               : fs::absolute(artifact_root).string();
+  store->artifact_root_ = (artifact_root.empty() ? fs::absolute(fs::path(path)).parent_path() / "artifacts"
+                                                : fs::absolute(artifact_root))
+                              .lexically_normal()
+                              .string();
   std::error_code ec;
   fs::create_directories(fs::absolute(fs::path(path)).parent_path(), ec);
   if (sqlite3_open_v2(path.c_str(), &store->db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
