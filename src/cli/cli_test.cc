@@ -1,5 +1,6 @@
 // Runs the built `shoal` binary as a user would and checks the exit-status contract.
 #include <gtest/gtest.h>
+#include <fcntl.h>
 #include <sys/wait.h>
 
 #include <algorithm>
@@ -8,6 +9,14 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+
+#include <httplib.h>
+#include <nlohmann/json.hpp>
+#include <signal.h>
+
+#include <atomic>
+#include <set>
+#include <thread>
 
 #include "track/store.h"
 
@@ -106,6 +115,69 @@ TEST(CliTest, RunsAndModelsReadTheTrackingStore) {
   EXPECT_NE(missing.err.find("run 'nosuchrun' does not exist"), std::string::npos) << missing.err;
   EXPECT_EQ(RunShoal("models register --run " + run_id + " --name m --path nothing" + flag).status, 1);
   EXPECT_EQ(RunShoal("models alias m latest 1" + flag).status, 1);
+  std::filesystem::remove_all(dir);
+}
+
+// kill -9 of the server under load, then a restart: every metric it acknowledged is there.
+TEST(CliTest, ServerKilledUnderLoadKeepsEveryAcknowledgedMetric) {
+  auto dir = std::filesystem::temp_directory_path() / ("shoal_cli_server_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  const int port = 20000 + ::getpid() % 20000;
+  auto start = [&] {
+    pid_t pid = ::fork();
+    if (pid == 0) {
+      int null = ::open("/dev/null", O_WRONLY);
+      ::dup2(null, 2);
+      ::execl(SHOAL_BINARY, SHOAL_BINARY, "server", "--port", std::to_string(port).c_str(), "--store", dir.c_str(), nullptr);
+      ::_exit(127);
+    }
+    httplib::Client probe("127.0.0.1", port);
+    for (int i = 0; i < 200 && !probe.Get("/api/2.0/mlflow/experiments/get?experiment_id=0"); ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(25));
+    }
+    return pid;
+  };
+  pid_t server = start();
+  httplib::Client client("127.0.0.1", port);
+  auto created = client.Post("/api/2.0/mlflow/runs/create", R"({"experiment_id": "0"})", "application/json");
+  ASSERT_TRUE(created) << "the server did not start";
+  const std::string run = nlohmann::json::parse(created->body)["run"]["info"]["run_id"];
+  std::atomic<bool> stop{false};
+  std::vector<std::set<int>> acked(4);
+  std::vector<std::thread> writers;
+  for (int t = 0; t < 4; ++t) {
+    writers.emplace_back([&, t] {
+      httplib::Client c("127.0.0.1", port);
+      for (int step = 0; !stop; ++step) {
+        nlohmann::json m = {{"run_id", run}, {"key", "k" + std::to_string(t)}, {"value", step}, {"timestamp", 1}, {"step", step}};
+        auto r = c.Post("/api/2.0/mlflow/runs/log-metric", m.dump(), "application/json");
+        if (!r) break;  // the server is gone
+        if (r->status == 200) acked[t].insert(step);
+      }
+    });
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(800));
+  ::kill(server, SIGKILL);
+  ::waitpid(server, nullptr, 0);
+  stop = true;
+  for (auto& w : writers) w.join();
+  server = start();
+  size_t total = 0;
+  for (int t = 0; t < 4; ++t) {
+    auto r = client.Get(("/api/2.0/mlflow/metrics/get-history?run_id=" + run + "&metric_key=k" + std::to_string(t)).c_str());
+    ASSERT_TRUE(r) << "the restarted server does not answer";
+    std::set<int> stored;
+    const nlohmann::json history = nlohmann::json::parse(r->body);
+    for (const auto& m : history["metrics"]) stored.insert(m["step"].get<int>());
+    size_t lost = 0;
+    for (int step : acked[t]) lost += stored.count(step) == 0;
+    EXPECT_EQ(lost, 0u) << lost << " of " << acked[t].size() << " acknowledged values of k" << t << " are lost; stored "
+                        << stored.size() << ": " << r->body.substr(0, 300);
+    total += acked[t].size();
+  }
+  EXPECT_GT(total, 20u) << "too little load to mean anything";
+  ::kill(server, SIGTERM);
+  ::waitpid(server, nullptr, 0);
   std::filesystem::remove_all(dir);
 }
 
