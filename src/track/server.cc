@@ -10,6 +10,7 @@
 #include <regex>
 
 #include "track/mlflow_json.h"
+#include "track/ui.h"
 #include "util/error.h"
 
 namespace shoal::track {
@@ -641,6 +642,9 @@ void Server::Routes() {
   });
   api("GET", "model-versions/get-download-uri",
       [store](const json& r) { return json{{"artifact_uri", store->GetModelVersion(Str(r, "name"), Str(r, "version")).source}}; });
+
+  // The web UI: a static page (no data in it; its API calls carry the token when one is set).
+  s.Get("/", [](const httplib::Request&, httplib::Response& res) { res.set_content(UiPage(), "text/html; charset=utf-8"); });
 
   // Anything else under the API is MLflow's ENDPOINT_NOT_FOUND.
   s.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
