@@ -13,6 +13,7 @@
 
 #include "cli/app.h"
 #include "track/mlflow_json.h"
+#include "track/mlruns.h"
 #include "track/server.h"
 #include "track/store.h"
 #include "util/error.h"
@@ -95,6 +96,17 @@ void AddTrackCommands(CLI::App& app) {
     }
     out["artifacts"] = artifacts;
     std::cout << out.dump(2) << "\n";
+  });
+
+  CLI::App* import = runs->add_subcommand("import-mlruns", "Import an MLflow FileStore folder (mlruns/): experiments, runs, params, tags, metrics, artifacts");
+  import->add_option("dir", a->run, "The mlruns/ folder")->required()->check(CLI::ExistingDirectory);
+  import->add_option("--store", a->store, kStoreHelp);
+  import->callback([a] {
+    auto store = track::Store::Open(a->store);
+    track::ImportSummary s = track::ImportMlruns(*store, a->run);
+    for (const std::string& why : s.skipped) std::cerr << "shoal runs import-mlruns: skipped " << why << "\n";
+    std::cout << json{{"experiments", s.experiments}, {"runs", s.runs}, {"metrics", s.metrics}, {"skipped", s.skipped.size()}}.dump()
+              << "\n";
   });
 
   CLI::App* models = app.add_subcommand("models", "The model registry: list, register, alias");

@@ -442,6 +442,23 @@ Run Store::GetRun(const std::string& run_id) {
   return run;
 }
 
+void Store::ImportRun(const RunInfo& info) {
+  std::lock_guard<std::recursive_mutex> lock(mutex_);
+  GetExperiment(info.experiment_id);
+  {
+    Stmt exists(db_, "SELECT 1 FROM runs WHERE run_uuid = ?");
+    if (exists.Bind(1, info.run_id).Step()) throw ConflictError("run '" + info.run_id + "' exists already");
+  }
+  bool known = false;
+  for (const char* s : kStatuses) known = known || info.status == s;
+  if (!known) throw InvalidError("run '" + info.run_id + "': unknown status '" + info.status + "'");
+  if (info.run_id.empty() || info.run_id.find_first_of("/\\.") != std::string::npos) throw InvalidError("run id '" + info.run_id + "' is not an id");
+  Stmt s(db_, "INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)");
+  s.Bind(1, info.run_id).Bind(2, ParseId("experiment", info.experiment_id)).Bind(3, info.run_name).Bind(4, info.user_id)
+      .Bind(5, info.status).Bind(6, info.start_time).Bind(7, info.end_time).Bind(8, RunArtifactUri(info.experiment_id, info.run_id))
+      .Bind(9, std::string("active")).Run();  // the importer deletes it once its data is in
+}
+
 void Store::SetRunLifecycle(const std::string& run_id, bool deleted) {
   std::lock_guard<std::recursive_mutex> lock(mutex_);
   GetRun(run_id);

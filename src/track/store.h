@@ -116,6 +116,8 @@ class Store {
                     const std::string& run_name = "");
   Run GetRun(const std::string& run_id);
   void SetRunLifecycle(const std::string& run_id, bool deleted);
+  /// Adds a run as it is, with its id, times and status (an import); Conflict when the id exists.
+  void ImportRun(const RunInfo& info);
   /// Metrics, params and tags in one transaction: all are written or none. A param that exists
   /// with another value is a Conflict naming it (params are immutable); the same value is fine.
   void LogBatch(const std::string& run_id, const std::vector<Metric>& metrics,
