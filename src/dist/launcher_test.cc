@@ -94,7 +94,7 @@ TEST_F(LauncherTest, ARankThatIgnoresSigtermIsKilledAfterTheGracePeriod) {
 TEST_F(LauncherTest, RestartsRelaunchTheWholeJob) {
   std::string marker = (dir_ / "attempts").string();
   Outcome r = Run(2, "echo $SHOAL_RESTART_COUNT >> " + marker +
-                         "; if [ $SHOAL_RESTART_COUNT = 0 ] && [ $SHOAL_RANK = 1 ]; then exit 4; fi; "
+                         "; if [ $SHOAL_RESTART_COUNT = 0 ] && [ $SHOAL_RANK = 1 ]; then sleep 0.3; exit 4; fi; "
                          "if [ $SHOAL_RESTART_COUNT = 0 ]; then exec sleep 60; fi; echo finished",
                   1);
   EXPECT_EQ(r.status, 0) << r.err;
@@ -102,7 +102,8 @@ TEST_F(LauncherTest, RestartsRelaunchTheWholeJob) {
   EXPECT_NE(r.out.find("[0] finished"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("[1] finished"), std::string::npos) << r.out;
   std::string attempts = Slurp(marker);
-  EXPECT_EQ(std::count(attempts.begin(), attempts.end(), '0'), 2) << attempts;
+  // Rank 0 of the first attempt may be stopped before it writes; the second attempt runs both.
+  EXPECT_GE(std::count(attempts.begin(), attempts.end(), '0'), 1) << attempts;
   EXPECT_EQ(std::count(attempts.begin(), attempts.end(), '1'), 2) << attempts;
 }
 
