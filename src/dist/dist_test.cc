@@ -12,17 +12,14 @@
 #include <sstream>
 #include <thread>
 
+#include "util/process_testing.h"
+
 namespace {
 
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
-std::string Slurp(const fs::path& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+std::string Slurp(const fs::path& path) { return shoal::testing::SlurpFile(path.string()); }
 
 std::vector<float> Params(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
@@ -49,40 +46,10 @@ class DistTest : public ::testing::Test {
   }
   void TearDown() override { fs::remove_all(dir_); }
 
-  // Starts argv with stdout and stderr to files in dir_; returns the pid.
   pid_t Start(const std::vector<std::string>& argv) {
-    pid_t pid = ::fork();
-    if (pid == 0) {
-      int out = ::open((dir_ / "out").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-      int err = ::open((dir_ / "err").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-      ::dup2(out, 1);
-      ::dup2(err, 2);
-      std::vector<char*> args;
-      for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-      args.push_back(nullptr);
-      ::execv(args[0], args.data());
-      ::_exit(127);
-    }
-    return pid;
+    return shoal::testing::StartProcess(argv, (dir_ / "out").string(), (dir_ / "err").string());
   }
-
-  // Waits up to `limit_s`; returns the exit status, or -1 (and kills it) on a timeout.
-  int Wait(pid_t pid, double limit_s, double* seconds = nullptr) {
-    auto start = Clock::now();
-    while (true) {
-      int status = 0;
-      if (::waitpid(pid, &status, WNOHANG) == pid) {
-        if (seconds) *seconds = std::chrono::duration<double>(Clock::now() - start).count();
-        return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-      }
-      if (std::chrono::duration<double>(Clock::now() - start).count() > limit_s) {
-        ::kill(pid, SIGKILL);
-        ::waitpid(pid, &status, 0);
-        return -1;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
-  }
+  int Wait(pid_t pid, double limit_s, double* seconds = nullptr) { return shoal::testing::WaitProcess(pid, limit_s, seconds); }
 
   int Launch(int np, std::vector<std::string> worker_args, double limit_s = 120, double* seconds = nullptr) {
     std::vector<std::string> argv = {SHOAL_BINARY, "launch", "-np", std::to_string(np), "--", DIST_WORKER};

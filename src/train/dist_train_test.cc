@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "data/testing.h"
+#include "util/process_testing.h"
 
 namespace shoal::train {
 namespace {
@@ -20,12 +21,7 @@ namespace {
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
-std::string Slurp(const fs::path& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+std::string Slurp(const fs::path& path) { return shoal::testing::SlurpFile(path.string()); }
 
 class DistTrainTest : public ::testing::Test {
  protected:
@@ -55,34 +51,9 @@ class DistTrainTest : public ::testing::Test {
   }
 
   pid_t Start(const std::vector<std::string>& argv) {
-    pid_t pid = ::fork();
-    if (pid == 0) {
-      int out = ::open((dir_ / "out").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-      int err = ::open((dir_ / "err").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-      ::dup2(out, 1);
-      ::dup2(err, 2);
-      std::vector<char*> args;
-      for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-      args.push_back(nullptr);
-      ::execv(args[0], args.data());
-      ::_exit(127);
-    }
-    return pid;
+    return shoal::testing::StartProcess(argv, (dir_ / "out").string(), (dir_ / "err").string());
   }
-
-  int Wait(pid_t pid, double limit_s) {
-    auto start = Clock::now();
-    int status = 0;
-    while (::waitpid(pid, &status, WNOHANG) != pid) {
-      if (Clock::now() - start > std::chrono::duration<double>(limit_s)) {
-        ::kill(pid, SIGKILL);
-        ::waitpid(pid, &status, 0);
-        return -1;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
-    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  }
+  int Wait(pid_t pid, double limit_s) { return shoal::testing::WaitProcess(pid, limit_s); }
 
   // The JSON line rank 0 printed last.
   nlohmann::json Result() {
