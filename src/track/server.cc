@@ -12,6 +12,7 @@
 #include "track/mlflow_json.h"
 #include "track/ui.h"
 #include "util/error.h"
+#include "util/file.h"
 
 namespace shoal::track {
 
@@ -642,6 +643,46 @@ void Server::Routes() {
   });
   api("GET", "model-versions/get-download-uri",
       [store](const json& r) { return json{{"artifact_uri", store->GetModelVersion(Str(r, "name"), Str(r, "version")).source}}; });
+
+  // The mlflow-artifacts proxy: files under the artifact root, by their path there
+  // (<experiment>/<run>/artifacts/...). Paths may not leave the root: no absolute paths, no '..',
+  // no symlinks that lead out.
+  auto artifact = [store, o](const httplib::Request& req, httplib::Response& res) {
+    auto fail = [&res](int status, const std::string& code, const std::string& message) {
+      res.status = status;
+      res.set_content(json{{"error_code", code}, {"message", message}}.dump(), "application/json");
+    };
+    if (!o.auth_token.empty() && req.get_header_value("Authorization") != "Bearer " + o.auth_token) {
+      return fail(401, "UNAUTHENTICATED", "a valid bearer token is required");
+    }
+    const std::string rel = req.matches[1];
+    fs::path p(rel);
+    if (rel.empty() || p.is_absolute()) return fail(400, "INVALID_PARAMETER_VALUE", "artifact path '" + rel + "' must be relative");
+    for (const auto& part : p) {
+      if (part == "..") return fail(400, "INVALID_PARAMETER_VALUE", "artifact path '" + rel + "' must not contain '..'");
+    }
+    std::error_code ec;
+    fs::create_directories(store->artifact_root(), ec);
+    const fs::path root = fs::weakly_canonical(store->artifact_root());
+    const fs::path target = fs::weakly_canonical(root / p);
+    auto [end, _] = std::mismatch(root.begin(), root.end(), target.begin(), target.end());
+    if (end != root.end()) return fail(400, "INVALID_PARAMETER_VALUE", "artifact path '" + rel + "' leads outside the artifact root");
+    try {
+      if (req.method == "PUT") {
+        fs::create_directories(target.parent_path());
+        WriteFileAtomically(target.string(), req.body);
+        res.set_content("{}", "application/json");
+        return;
+      }
+      if (!fs::is_regular_file(target, ec)) return fail(404, "RESOURCE_DOES_NOT_EXIST", "no artifact file '" + rel + "'");
+      std::vector<uint8_t> bytes = ReadFile(target.string());
+      res.set_content(std::string(bytes.begin(), bytes.end()), "application/octet-stream");
+    } catch (const std::exception& e) {
+      fail(500, "INTERNAL_ERROR", e.what());
+    }
+  };
+  s.Get(R"(/api/2.0/mlflow-artifacts/artifacts/(.*))", artifact);
+  s.Put(R"(/api/2.0/mlflow-artifacts/artifacts/(.*))", artifact);
 
   // The web UI: a static page (no data in it; its API calls carry the token when one is set).
   s.Get("/", [](const httplib::Request&, httplib::Response& res) { res.set_content(UiPage(), "text/html; charset=utf-8"); });

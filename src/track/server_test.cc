@@ -173,6 +173,26 @@ TEST_F(ServerTest, RegistryAndArtifacts) {
   EXPECT_EQ(Get("registered-models/get?name=m2").status, 404);
 }
 
+TEST_F(ServerTest, ArtifactProxyPutsAndGetsFilesInsideTheRootOnly) {
+  std::string run = Post("runs/create", json{{"experiment_id", "0"}}).body["run"]["info"]["run_id"];
+  const std::string base = "/api/2.0/mlflow-artifacts/artifacts/0/" + run + "/artifacts/";
+  auto put = client_->Put((base + "model/weights.bin").c_str(), std::string("abc\0def", 7), "application/octet-stream");
+  ASSERT_TRUE(put);
+  EXPECT_EQ(put->status, 200) << put->body;
+  auto got = client_->Get((base + "model/weights.bin").c_str());
+  ASSERT_TRUE(got);
+  EXPECT_EQ(got->body, std::string("abc\0def", 7));
+  EXPECT_EQ(Get("artifacts/list?run_id=" + run + "&path=model").body["files"][0]["file_size"], 7);  // the run sees it
+  EXPECT_EQ(client_->Get((base + "missing").c_str())->status, 404);
+  EXPECT_EQ(client_->Get("/api/2.0/mlflow-artifacts/artifacts/0/../../etc/passwd")->status, 400);
+  EXPECT_EQ(client_->Put("/api/2.0/mlflow-artifacts/artifacts/%2Fetc%2Fx", "x", "text/plain")->status, 400);
+  fs::create_symlink("/etc", fs::path(store_->artifact_root()) / "out");
+  EXPECT_EQ(client_->Get("/api/2.0/mlflow-artifacts/artifacts/out/passwd")->status, 400);
+  EXPECT_EQ(client_->Put("/api/2.0/mlflow-artifacts/artifacts/out/x", "x", "text/plain")->status, 400);
+  httplib::Client anonymous("127.0.0.1", port_);
+  EXPECT_EQ(anonymous.Get((base + "model/weights.bin").c_str())->status, 401);
+}
+
 TEST_F(ServerTest, ConcurrentWritersLoseNothing) {
   std::string run = Post("runs/create", json{{"experiment_id", "0"}}).body["run"]["info"]["run_id"];
   std::vector<std::thread> writers;
