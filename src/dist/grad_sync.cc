@@ -19,7 +19,6 @@ struct GradientSync::Bucket {
   std::vector<size_t> params;
   at::Tensor flat;  // float32, the parameters' gradients back to back
   size_t ready = 0;
-  bool launched = false;
   at::Tensor wire;  // what is sent: flat itself, or a compressed copy
   Pending pending;
 };
@@ -101,7 +100,6 @@ void GradientSync::Prepare(bool sync) {
   next_launch_ = 0;
   for (auto& b : buckets_) {
     b->ready = 0;
-    b->launched = false;
   }
   // Each .grad is its slot in a bucket: backward accumulates straight into the bucket. A .grad
   // that is not (it was set to none, or replaced) moves in, keeping its value.
@@ -144,7 +142,6 @@ void GradientSync::Launch(Bucket& b) {
   } else {
     b.wire = b.flat;
   }
-  b.launched = true;
   b.pending = group_->AllReduceAsync(b.wire, "gradient allreduce of bucket " + std::to_string(&b - buckets_[0].get()));
 }
 

@@ -321,10 +321,31 @@ json Page(const std::vector<T>& all, const json& req, int64_t default_max, int64
   return out;
 }
 
-bool Deleted(const json& req, const char* key) {
+// view_type / run_view_type: which lifecycle stages a search returns.
+struct View {
+  bool include_deleted = false;
+  bool only_deleted = false;
+  bool Keeps(const std::string& stage) const { return !only_deleted || stage == "deleted"; }
+};
+
+View ViewOf(const json& req, const char* key) {
   std::string view = Str(req, key, false, "ACTIVE_ONLY");
   if (view != "ACTIVE_ONLY" && view != "DELETED_ONLY" && view != "ALL") Bad(std::string(key) + " must be ACTIVE_ONLY, DELETED_ONLY or ALL");
-  return view != "ACTIVE_ONLY";
+  return {view != "ACTIVE_ONLY", view == "DELETED_ONLY"};
+}
+
+// `rel` under `root`: relative, without '..', and not through a symlink that leads out.
+fs::path Inside(const fs::path& root_dir, const std::string& rel) {
+  fs::path p(rel);
+  if (p.is_absolute()) Bad("artifact path '" + rel + "' must be relative");
+  for (const auto& part : p) {
+    if (part == "..") Bad("artifact path '" + rel + "' must not contain '..'");
+  }
+  const fs::path root = fs::weakly_canonical(root_dir);
+  const fs::path target = fs::weakly_canonical(root / p);
+  auto [end, _] = std::mismatch(root.begin(), root.end(), target.begin(), target.end());
+  if (end != root.end()) Bad("artifact path '" + rel + "' leads outside the artifacts");
+  return target;
 }
 
 }  // namespace
@@ -429,11 +450,10 @@ void Server::Routes() {
       [store](const json& r) { return json{{"experiment", ToJson(store->GetExperimentByName(Str(r, "experiment_name")))}}; });
   Handler search_experiments = [store](const json& r) {
     if (!Str(r, "filter", false).empty()) Bad("experiments/search: filter is not supported by this server");
-    std::string view = Str(r, "view_type", false, "ACTIVE_ONLY");
+    const View view = ViewOf(r, "view_type");
     std::vector<Experiment> all;
-    for (Experiment& e : store->ListExperiments(Deleted(r, "view_type"))) {
-      if (view == "DELETED_ONLY" && e.lifecycle_stage != "deleted") continue;
-      all.push_back(std::move(e));
+    for (Experiment& e : store->ListExperiments(view.include_deleted)) {
+      if (view.Keeps(e.lifecycle_stage)) all.push_back(std::move(e));
     }
     return Page(all, r, 1000, 50000, "experiments");
   };
@@ -521,11 +541,10 @@ void Server::Routes() {
       }
     }
     std::vector<Clause> clauses = ParseFilter(Str(r, "filter", false));
-    std::string view = Str(r, "run_view_type", false, "ACTIVE_ONLY");
+    const View view = ViewOf(r, "run_view_type");
     std::vector<track::Run> runs;
-    for (track::Run& run : store->ListRuns(ids, Deleted(r, "run_view_type"), 1 << 30)) {
-      if (view == "DELETED_ONLY" && run.info.lifecycle_stage != "deleted") continue;
-      if (Matches(run, clauses)) runs.push_back(std::move(run));
+    for (track::Run& run : store->ListRuns(ids, view.include_deleted, 1 << 30)) {
+      if (view.Keeps(run.info.lifecycle_stage) && Matches(run, clauses)) runs.push_back(std::move(run));
     }
     std::vector<std::string> order;
     if (r.contains("order_by")) {
@@ -549,17 +568,9 @@ void Server::Routes() {
   // ---- artifacts ----
   api("GET", "artifacts/list", [store, run_id](const json& r) {
     RunInfo info = store->GetRun(run_id(r)).info;
-    std::string rel = Str(r, "path", false);
-    fs::path p(rel);
-    if (p.is_absolute()) Bad("artifact path '" + rel + "' must be relative");
-    for (const auto& part : p) {
-      if (part == "..") Bad("artifact path '" + rel + "' must not contain '..'");
-    }
-    fs::path root = fs::weakly_canonical(info.artifact_uri);
-    fs::path dir = fs::weakly_canonical(root / p);
-    // Symlinks must not lead out of the run's artifacts.
-    auto [end, _] = std::mismatch(root.begin(), root.end(), dir.begin(), dir.end());
-    if (end != root.end()) Bad("artifact path '" + rel + "' leads outside the run's artifacts");
+    const std::string rel = Str(r, "path", false);
+    const fs::path p(rel);
+    const fs::path dir = Inside(info.artifact_uri, rel);
     json files = json::array();
     std::error_code ec;
     if (fs::is_directory(dir, ec)) {
@@ -656,17 +667,15 @@ void Server::Routes() {
       return fail(401, "UNAUTHENTICATED", "a valid bearer token is required");
     }
     const std::string rel = req.matches[1];
-    fs::path p(rel);
-    if (rel.empty() || p.is_absolute()) return fail(400, "INVALID_PARAMETER_VALUE", "artifact path '" + rel + "' must be relative");
-    for (const auto& part : p) {
-      if (part == "..") return fail(400, "INVALID_PARAMETER_VALUE", "artifact path '" + rel + "' must not contain '..'");
-    }
+    if (rel.empty()) return fail(400, "INVALID_PARAMETER_VALUE", "no artifact path");
     std::error_code ec;
     fs::create_directories(store->artifact_root(), ec);
-    const fs::path root = fs::weakly_canonical(store->artifact_root());
-    const fs::path target = fs::weakly_canonical(root / p);
-    auto [end, _] = std::mismatch(root.begin(), root.end(), target.begin(), target.end());
-    if (end != root.end()) return fail(400, "INVALID_PARAMETER_VALUE", "artifact path '" + rel + "' leads outside the artifact root");
+    fs::path target;
+    try {
+      target = Inside(store->artifact_root(), rel);
+    } catch (const ApiError& e) {
+      return fail(e.status, e.code, e.message);
+    }
     try {
       if (req.method == "PUT") {
         fs::create_directories(target.parent_path());

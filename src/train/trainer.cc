@@ -584,7 +584,6 @@ void Trainer::fit(Module& module, DataModule& data, const std::string& ckpt_path
   auto validate = [&] {
     if (!val_options) return;
     ClearProgress();
-    if (grad_sync_) dist::BroadcastBuffers(*options_.group, module.buffers());
     Metrics val = RunEvaluation(module, *val_options, "val", options_.limit_val_batches);
     for (const auto& [k, v] : val) metrics_[k] = v;
     module.on_validation_epoch_end();
@@ -660,6 +659,7 @@ void Trainer::fit(Module& module, DataModule& data, const std::string& ckpt_path
       }
       if (val_every < per_epoch && batch_in_epoch_ % val_every == 0 && batch_in_epoch_ < per_epoch &&
           (epoch_ + 1) % options_.check_val_every_n_epoch == 0) {
+        if (grad_sync_) dist::BroadcastBuffers(*options_.group, buffers);  // validate with rank 0's buffers
         validate();
         module.train();
       }
