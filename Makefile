@@ -8,7 +8,7 @@ JOBS ?= $(shell nproc)
 FUZZ_SECONDS ?= 60
 CMAKE_FLAGS ?=
 
-.PHONY: help deps build test run test-asan test-tsan fuzz-parquet bench-parquet bench-delta bench-loader bench-train bench-dist format lint clean
+.PHONY: help deps build test run test-asan test-tsan fuzz-parquet bench-parquet bench-delta bench-loader bench-train bench-dist bench-track format lint clean
 
 help:
 	@echo "make run        install dependencies, build, and run the main job"
@@ -22,6 +22,7 @@ help:
 	@echo "make bench-loader   the loader against torch DataLoader + PIL, side by side (docs/benchmarks.md)"
 	@echo "make bench-train    shoal train against Python PyTorch, and the Trainer's overhead over a raw loop"
 	@echo "make bench-dist     data-parallel scaling, gradient-sync bandwidth, overlap; charts in docs/img"
+	@echo "make bench-track    tracking server under wrk: log-batch ingest, log-metric p99, runs/search over 10k runs"
 	@echo "make format | lint  clang-format in place | clang-tidy"
 
 deps:
@@ -77,6 +78,11 @@ bench-dist: deps
 	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release -DSHOAL_BUILD_BENCHMARKS=ON $(CMAKE_FLAGS)
 	cmake --build $(BUILD) -j $(JOBS) --target shoal shoal-torch shoal_dist_bench
 	/usr/bin/python3 bench/dist_compare.py $(BUILD)
+
+bench-track: deps
+	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release -DSHOAL_BUILD_BENCHMARKS=ON $(CMAKE_FLAGS)
+	cmake --build $(BUILD) -j $(JOBS) --target shoal shoal_track_seed
+	/usr/bin/python3 bench/track_bench.py $(BUILD)
 
 bench-delta: deps
 	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release -DSHOAL_BUILD_BENCHMARKS=ON $(CMAKE_FLAGS)

@@ -41,23 +41,29 @@ std::string Time(int64_t ms) {
 
 void AddTrackCommands(CLI::App& app) {
   struct Args {
-    std::string store, experiment, run, name, path = "model", alias, version, format = "table";
+    std::string store, experiment, run, name, path = "model", alias, version, format = "table", filter;
+    std::vector<std::string> order_by;
     int limit = 50;
   };
   auto a = std::make_shared<Args>();
 
   CLI::App* runs = app.add_subcommand("runs", "Tracked runs: list them, show one");
   runs->require_subcommand(1);
-  CLI::App* ls = runs->add_subcommand("ls", "List runs, newest first");
+  CLI::App* ls = runs->add_subcommand("ls", "List runs, newest first, or filtered and sorted with MLflow's search grammar");
   ls->add_option("--store", a->store, kStoreHelp);
   ls->add_option("--experiment", a->experiment, "Only this experiment's runs (by name)");
+  ls->add_option("--filter", a->filter, "MLflow search filter, e.g. \"metrics.val_loss < 0.3 and params.optimizer = 'adam'\"");
+  ls->add_option("--order-by", a->order_by, "Sort keys, e.g. 'metrics.val_loss ASC' (repeatable; then newest first)");
   ls->add_option("--limit", a->limit, "At most this many runs")->check(CLI::PositiveNumber);
   ls->add_option("--format", a->format, "table or jsonl (one MLflow Run object a line)")->check(CLI::IsMember({"table", "jsonl"}));
   ls->callback([a] {
     auto store = track::Store::Open(a->store);
-    std::vector<std::string> ids;
-    if (!a->experiment.empty()) ids.push_back(store->GetExperimentByName(a->experiment).experiment_id);
-    std::vector<track::Run> list = store->ListRuns(ids, false, a->limit);
+    track::Store::RunSearch q;
+    if (!a->experiment.empty()) q.experiment_ids.push_back(store->GetExperimentByName(a->experiment).experiment_id);
+    q.filter = a->filter;
+    q.order_by = a->order_by;
+    q.max_results = a->limit;
+    std::vector<track::Run> list = store->SearchRuns(q).runs;
     if (a->format == "jsonl") {
       for (const auto& r : list) std::cout << track::ToJson(r).dump() << "\n";
       return;

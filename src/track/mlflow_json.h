@@ -15,4 +15,10 @@ nlohmann::json ToJson(const Run& r);
 nlohmann::json ToJson(const ModelVersion& v);
 nlohmann::json ToJson(const RegisteredModel& m);
 
+/// Appends the JSON of ToJson(r).dump() to `out`, written directly: runs/search sends pages of
+/// 1000 runs, and building them as JSON trees first costs more than the query. The same bytes,
+/// except that numbers take the shortest digits that read back exactly; invalid UTF-8 becomes
+/// U+FFFD.
+void AppendJson(std::string& out, const Run& r);
+
 }  // namespace shoal::track

@@ -10,6 +10,7 @@
 #include <regex>
 
 #include "track/mlflow_json.h"
+#include "track/search.h"
 #include "track/ui.h"
 #include "util/error.h"
 #include "util/file.h"
@@ -92,232 +93,51 @@ std::map<std::string, std::string> KeyValues(const json& req, const char* key) {
   return out;
 }
 
-// ---- runs/search filters: clauses joined by AND ----
-
-struct Clause {
-  std::string kind;  // metrics, params, tags, attributes
-  std::string key;
-  std::string op;
-  std::string text;
-  double number = 0;
-  bool numeric = false;
+// Paging: the token is the offset of the next page.
+struct PageRequest {
+  int64_t max = 0;
+  int64_t offset = 0;
 };
 
-std::string Lower(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
-
-std::vector<Clause> ParseFilter(const std::string& filter) {
-  std::vector<Clause> out;
-  size_t i = 0;
-  auto skip = [&] {
-    while (i < filter.size() && std::isspace(static_cast<unsigned char>(filter[i]))) ++i;
-  };
-  auto quoted = [&](char q) {
-    size_t end = filter.find(q, i + 1);
-    if (end == std::string::npos) Bad("filter '" + filter + "': unclosed " + std::string(1, q));
-    std::string s = filter.substr(i + 1, end - i - 1);
-    i = end + 1;
-    return s;
-  };
-  while (true) {
-    skip();
-    if (i >= filter.size()) break;
-    Clause c;
-    size_t dot = filter.find('.', i);
-    if (dot == std::string::npos) Bad("filter '" + filter + "': expected metrics.KEY, params.KEY, tags.KEY or attributes.KEY");
-    std::string kind = Lower(filter.substr(i, dot - i));
-    if (kind == "metric") kind = "metrics";
-    if (kind == "param") kind = "params";
-    if (kind == "tag") kind = "tags";
-    if (kind == "attribute" || kind == "run") kind = "attributes";
-    if (kind != "metrics" && kind != "params" && kind != "tags" && kind != "attributes") {
-      Bad("filter '" + filter + "': unknown entity '" + kind + "' (metrics, params, tags, attributes)");
-    }
-    c.kind = kind;
-    i = dot + 1;
-    if (i < filter.size() && (filter[i] == '"' || filter[i] == '`' || filter[i] == '\'')) {
-      c.key = quoted(filter[i]);
-    } else {
-      size_t start = i;
-      while (i < filter.size() && !std::isspace(static_cast<unsigned char>(filter[i])) && std::string("<>=!").find(filter[i]) == std::string::npos) ++i;
-      c.key = filter.substr(start, i - start);
-    }
-    if (c.key.empty()) Bad("filter '" + filter + "': an empty key");
-    skip();
-    for (const char* op : {"!=", ">=", "<=", "=", ">", "<"}) {
-      if (filter.compare(i, std::strlen(op), op) == 0) {
-        c.op = op;
-        i += std::strlen(op);
-        break;
-      }
-    }
-    if (c.op.empty()) {
-      size_t start = i;
-      while (i < filter.size() && std::isalpha(static_cast<unsigned char>(filter[i]))) ++i;
-      c.op = Lower(filter.substr(start, i - start));
-      if (c.op != "like" && c.op != "ilike") Bad("filter '" + filter + "': expected a comparison after '" + c.key + "'");
-    }
-    skip();
-    if (i < filter.size() && (filter[i] == '\'' || filter[i] == '"')) {
-      c.text = quoted(filter[i]);
-    } else {
-      size_t start = i;
-      while (i < filter.size() && !std::isspace(static_cast<unsigned char>(filter[i]))) ++i;
-      std::string token = filter.substr(start, i - start);
-      char* end = nullptr;
-      c.number = std::strtod(token.c_str(), &end);
-      if (token.empty() || *end != '\0') Bad("filter '" + filter + "': '" + token + "' is neither a number nor a quoted string");
-      c.numeric = true;
-      c.text = token;
-    }
-    if (c.kind == "metrics" && !c.numeric) Bad("filter '" + filter + "': metrics compare with numbers");
-    out.push_back(c);
-    skip();
-    if (i >= filter.size()) break;
-    if (Lower(filter.substr(i, 3)) != "and") Bad("filter '" + filter + "': clauses join with AND");
-    i += 3;
-  }
-  return out;
-}
-
-bool Like(const std::string& value, const std::string& pattern, bool fold) {
-  std::string re;
-  for (char c : pattern) {
-    if (c == '%') {
-      re += ".*";
-    } else if (c == '_') {
-      re += '.';
-    } else {
-      if (std::string("\\^$.|?*+()[]{}").find(c) != std::string::npos) re += '\\';
-      re += c;
-    }
-  }
-  return std::regex_match(value, std::regex(re, fold ? std::regex::icase : std::regex::ECMAScript));
-}
-
-bool Compare(const std::string& op, double a, double b) {
-  if (op == "=") return a == b;
-  if (op == "!=") return a != b;
-  if (op == ">") return a > b;
-  if (op == ">=") return a >= b;
-  if (op == "<") return a < b;
-  if (op == "<=") return a <= b;
-  return false;
-}
-
-bool Compare(const std::string& op, const std::string& a, const std::string& b) {
-  if (op == "like") return Like(a, b, false);
-  if (op == "ilike") return Like(a, b, true);
-  if (op == "=") return a == b;
-  if (op == "!=") return a != b;
-  Bad("strings compare with =, !=, LIKE or ILIKE, not " + op);
-}
-
-std::optional<double> MetricOf(const Run& r, const std::string& key) {
-  for (const Metric& m : r.metrics) {
-    if (m.key == key) return m.value;
-  }
-  return std::nullopt;
-}
-
-bool Matches(const Run& r, const std::vector<Clause>& clauses) {
-  for (const Clause& c : clauses) {
-    if (c.kind == "metrics") {
-      auto v = MetricOf(r, c.key);
-      if (!v || !Compare(c.op, *v, c.number)) return false;
-    } else if (c.kind == "params" || c.kind == "tags") {
-      const auto& m = c.kind == "params" ? r.params : r.tags;
-      auto it = m.find(c.key);
-      if (it == m.end() || !Compare(c.op, it->second, c.text)) return false;
-    } else {
-      const std::string k = c.key;
-      if (k == "start_time" || k == "end_time") {
-        if (!c.numeric) Bad("attributes." + k + " compares with a number");
-        if (!Compare(c.op, static_cast<double>(k == "start_time" ? r.info.start_time : r.info.end_time), c.number)) return false;
-      } else {
-        std::string v = k == "status" ? r.info.status
-                        : k == "run_name" ? r.info.run_name
-                        : k == "run_id" ? r.info.run_id
-                        : k == "user_id" ? r.info.user_id
-                        : k == "artifact_uri" ? r.info.artifact_uri
-                                              : (Bad("unknown attribute '" + k + "'"), "");
-        if (!Compare(c.op, v, c.text)) return false;
-      }
-    }
-  }
-  return true;
-}
-
-// "metrics.val_loss DESC", "attributes.start_time", "params.lr ASC"
-void Order(std::vector<Run>& runs, const std::vector<std::string>& order_by) {
-  struct Key {
-    std::string kind, key;
-    bool desc;
-  };
-  std::vector<Key> keys;
-  for (const std::string& o : order_by) {
-    std::string s = o;
-    bool desc = false;
-    std::string low = Lower(s);
-    if (low.size() > 5 && low.substr(low.size() - 5) == " desc") {
-      desc = true;
-      s = s.substr(0, s.size() - 5);
-    } else if (low.size() > 4 && low.substr(low.size() - 4) == " asc") {
-      s = s.substr(0, s.size() - 4);
-    }
-    size_t dot = s.find('.');
-    if (dot == std::string::npos) Bad("order_by '" + o + "': expected metrics.KEY, params.KEY, tags.KEY or attributes.KEY");
-    std::string kind = Lower(s.substr(0, dot));
-    if (kind.back() != 's') kind += 's';
-    std::string key = s.substr(dot + 1);
-    if (!key.empty() && (key.front() == '"' || key.front() == '`')) key = key.substr(1, key.size() - 2);
-    keys.push_back({kind, key, desc});
-  }
-  keys.push_back({"attributes", "start_time", true});
-  auto value = [](const Run& r, const Key& k) -> std::pair<std::optional<double>, std::string> {
-    if (k.kind == "metrics") return {MetricOf(r, k.key), ""};
-    if (k.kind == "params") return {std::nullopt, r.params.count(k.key) ? r.params.at(k.key) : ""};
-    if (k.kind == "tags") return {std::nullopt, r.tags.count(k.key) ? r.tags.at(k.key) : ""};
-    if (k.key == "start_time") return {static_cast<double>(r.info.start_time), ""};
-    if (k.key == "end_time") return {static_cast<double>(r.info.end_time), ""};
-    return {std::nullopt, k.key == "run_name" ? r.info.run_name : k.key == "status" ? r.info.status : r.info.run_id};
-  };
-  std::stable_sort(runs.begin(), runs.end(), [&](const Run& a, const Run& b) {
-    for (const Key& k : keys) {
-      auto va = value(a, k), vb = value(b, k);
-      if (k.kind == "metrics" || k.key == "start_time" || k.key == "end_time") {
-        if (va.first.has_value() != vb.first.has_value()) return va.first.has_value();  // missing values last
-        if (!va.first || *va.first == *vb.first) continue;
-        return k.desc ? *va.first > *vb.first : *va.first < *vb.first;
-      }
-      if (va.second == vb.second) continue;
-      return k.desc ? va.second > vb.second : va.second < vb.second;
-    }
-    return false;
-  });
-}
-
-// Paging: the token is the offset of the next page.
-template <typename T>
-json Page(const std::vector<T>& all, const json& req, int64_t default_max, int64_t limit, const char* field) {
-  const int64_t max = Int(req, "max_results", default_max);
-  if (max < 1 || max > limit) Bad("max_results must be from 1 to " + std::to_string(limit));
-  int64_t offset = 0;
+PageRequest PageOf(const json& req, int64_t default_max, int64_t limit) {
+  PageRequest p;
+  p.max = Int(req, "max_results", default_max);
+  if (p.max < 1 || p.max > limit) Bad("max_results must be from 1 to " + std::to_string(limit));
   std::string token = Str(req, "page_token", false);
   if (!token.empty()) {
     try {
-      offset = std::stoll(token);
+      size_t used = 0;
+      p.offset = std::stoll(token, &used);
+      if (used != token.size()) p.offset = -1;
     } catch (const std::exception&) {
-      Bad("Invalid page_token '" + token + "'");
+      p.offset = -1;
     }
-    if (offset < 0) Bad("Invalid page_token '" + token + "'");
+    if (p.offset < 0) Bad("Invalid page_token '" + token + "'");
   }
+  return p;
+}
+
+template <typename T>
+json Page(const std::vector<T>& all, const json& req, int64_t default_max, int64_t limit, const char* field) {
+  const PageRequest p = PageOf(req, default_max, limit);
   json items = json::array();
-  for (int64_t k = offset; k < static_cast<int64_t>(all.size()) && k < offset + max; ++k) items.push_back(ToJson(all[k]));
+  for (int64_t k = p.offset; k < static_cast<int64_t>(all.size()) && k < p.offset + p.max; ++k) items.push_back(ToJson(all[k]));
   json out = {{field, items}};
-  if (offset + max < static_cast<int64_t>(all.size())) out["next_page_token"] = std::to_string(offset + max);
+  if (p.offset + p.max < static_cast<int64_t>(all.size())) out["next_page_token"] = std::to_string(p.offset + p.max);
+  return out;
+}
+
+// A field that is one string or a list of strings.
+std::vector<std::string> Strings(const json& req, const char* key) {
+  std::vector<std::string> out;
+  auto it = req.find(key);
+  if (it == req.end() || it->is_null()) return out;
+  if (it->is_string()) return {it->get<std::string>()};
+  if (!it->is_array()) Bad(std::string(key) + " must be a list of strings");
+  for (const json& x : *it) {
+    if (!x.is_string()) Bad(std::string(key) + " must be a list of strings");
+    out.push_back(x.get<std::string>());
+  }
   return out;
 }
 
@@ -383,13 +203,16 @@ void Server::Stop() {
 void Server::Routes() {
   httplib::Server& s = *http_;
   s.set_payload_max_length(64 << 20);
+  s.set_tcp_nodelay(true);  // no 40 ms stalls from Nagle against delayed ACKs on small replies
   auto store = store_;
   const ServerOptions o = options_;
 
   // Every API route: auth, the request as JSON (the body for POST/PATCH/DELETE, the query for
   // GET), errors as MLflow's bodies.
+  // A TextHandler writes its reply's JSON itself (runs/search, whose pages are large).
   using Handler = std::function<json(const json&)>;
-  auto api = [&s, o](const std::string& method, const std::string& path, Handler handler) {
+  using TextHandler = std::function<std::string(const json&)>;
+  auto api_text = [&s, o](const std::string& method, const std::string& path, TextHandler handler) {
     auto wrapped = [o, handler, path](const httplib::Request& req, httplib::Response& res) {
       auto reply = [&res](int status, const json& body) {
         res.status = status;
@@ -421,7 +244,8 @@ void Server::Routes() {
           }
           if (!body.is_object()) Bad("the request body must be a JSON object");
         }
-        reply(200, handler(body));
+        res.status = 200;
+        res.set_content(handler(body), "application/json");
       } catch (const ApiError& e) {
         reply(e.status, {{"error_code", e.code}, {"message", e.message}});
       } catch (const Error& e) {
@@ -440,6 +264,9 @@ void Server::Routes() {
       if (method == "DELETE") s.Delete(prefix + path, wrapped);
     }
   };
+  auto api = [&api_text](const std::string& method, const std::string& path, Handler handler) {
+    api_text(method, path, [handler](const json& r) { return handler(r).dump(); });
+  };
 
   // ---- experiments ----
   api("POST", "experiments/create", [store](const json& r) {
@@ -449,12 +276,28 @@ void Server::Routes() {
   api("GET", "experiments/get-by-name",
       [store](const json& r) { return json{{"experiment", ToJson(store->GetExperimentByName(Str(r, "experiment_name")))}}; });
   Handler search_experiments = [store](const json& r) {
-    if (!Str(r, "filter", false).empty()) Bad("experiments/search: filter is not supported by this server");
+    const std::vector<Clause> clauses = ParseFilter(Str(r, "filter", false));
     const View view = ViewOf(r, "view_type");
     std::vector<Experiment> all;
     for (Experiment& e : store->ListExperiments(view.include_deleted)) {
-      if (view.Keeps(e.lifecycle_stage)) all.push_back(std::move(e));
+      if (view.Keeps(e.lifecycle_stage) && MatchesExperiment(e, clauses)) all.push_back(std::move(e));
     }
+    std::vector<OrderKey> order = ParseOrderBy(Strings(r, "order_by"));
+    std::stable_sort(all.begin(), all.end(), [&](const Experiment& a, const Experiment& b) {
+      for (const OrderKey& k : order) {
+        if (k.kind != "attributes") Bad("experiments order by attributes.name, creation_time, last_update_time or experiment_id");
+        auto key = [&](const Experiment& e) -> std::pair<int64_t, std::string> {
+          if (k.key == "name") return {0, e.name};
+          if (k.key == "creation_time") return {e.creation_time, ""};
+          if (k.key == "last_update_time") return {e.last_update_time, ""};
+          if (k.key == "experiment_id") return {std::stoll(e.experiment_id), ""};
+          Bad("experiments order by attributes.name, creation_time, last_update_time or experiment_id, not " + k.key);
+        };
+        auto ka = key(a), kb = key(b);
+        if (ka != kb) return k.desc ? kb < ka : ka < kb;
+      }
+      return false;
+    });
     return Page(all, r, 1000, 50000, "experiments");
   };
   api("POST", "experiments/search", search_experiments);
@@ -525,42 +368,27 @@ void Server::Routes() {
     store->LogBatch(Str(r, "run_id"), metrics, KeyValues(r, "params"), KeyValues(r, "tags"));
     return json::object();
   });
-  Handler search_runs = [store](const json& r) {
-    std::vector<std::string> ids;
-    if (r.contains("experiment_ids")) {
-      const json& e = r["experiment_ids"];
-      if (e.is_string()) {
-        ids.push_back(e.get<std::string>());
-      } else if (e.is_array()) {
-        for (const json& id : e) {
-          if (!id.is_string()) Bad("experiment_ids must be a list of strings");
-          ids.push_back(id.get<std::string>());
-        }
-      } else {
-        Bad("experiment_ids must be a list of strings");
-      }
+  TextHandler search_runs = [store](const json& r) {
+    Store::RunSearch q;
+    q.experiment_ids = Strings(r, "experiment_ids");
+    q.filter = Str(r, "filter", false);
+    q.order_by = Strings(r, "order_by");
+    q.view = Str(r, "run_view_type", false, "ACTIVE_ONLY");
+    const PageRequest p = PageOf(r, 1000, 50000);
+    q.max_results = p.max;
+    q.offset = p.offset;
+    Store::RunPage page = store->SearchRuns(q);
+    std::string out = "{\"runs\":[";
+    for (size_t k = 0; k < page.runs.size(); ++k) {
+      if (k) out += ',';
+      AppendJson(out, page.runs[k]);
     }
-    std::vector<Clause> clauses = ParseFilter(Str(r, "filter", false));
-    const View view = ViewOf(r, "run_view_type");
-    std::vector<track::Run> runs;
-    for (track::Run& run : store->ListRuns(ids, view.include_deleted, 1 << 30)) {
-      if (view.Keeps(run.info.lifecycle_stage) && Matches(run, clauses)) runs.push_back(std::move(run));
-    }
-    std::vector<std::string> order;
-    if (r.contains("order_by")) {
-      const json& ob = r["order_by"];
-      if (ob.is_string()) {
-        order.push_back(ob.get<std::string>());
-      } else if (ob.is_array()) {
-        for (const json& x : ob) order.push_back(x.get<std::string>());
-      } else {
-        Bad("order_by must be a list of strings");
-      }
-    }
-    Order(runs, order);
-    return Page(runs, r, 1000, 50000, "runs");
+    out += ']';
+    if (page.next_offset >= 0) out += ",\"next_page_token\":\"" + std::to_string(page.next_offset) + '"';
+    out += '}';
+    return out;
   };
-  api("POST", "runs/search", search_runs);
+  api_text("POST", "runs/search", search_runs);
   api("GET", "metrics/get-history", [store, run_id](const json& r) {
     return Page(store->GetMetricHistory(run_id(r), Str(r, "metric_key")), r, 25000, 25000, "metrics");
   });
@@ -597,7 +425,7 @@ void Server::Routes() {
     static const std::regex by_name(R"(^\s*name\s*(=|LIKE|ILIKE|like|ilike)\s*'([^']*)'\s*$)");
     if (!filter.empty() && !std::regex_match(filter, m, by_name)) Bad("registered-models/search filters on name only: name = 'x' or name LIKE 'x%'");
     for (RegisteredModel& model : store->ListRegisteredModels()) {
-      if (!filter.empty() && !Compare(Lower(m[1].str()), model.name, m[2].str())) continue;
+      if (!filter.empty() && !CompareText(AsciiLower(m[1].str()), model.name, m[2].str())) continue;
       all.push_back(std::move(model));
     }
     return Page(all, r, 100, 1000, "registered_models");

@@ -73,6 +73,26 @@ TEST_F(ServerTest, ExperimentsRunsMetricsAndSearch) {
   EXPECT_EQ(dup.body["error_code"], "RESOURCE_ALREADY_EXISTS");
   EXPECT_EQ(Get("experiments/get?experiment_id=99").status, 404);
   EXPECT_EQ(Get("experiments/get?experiment_id=99").body["error_code"], "RESOURCE_DOES_NOT_EXIST");
+  {
+    const std::string other = Post("experiments/create", json{{"name", "Exp-two"}}).body["experiment_id"];
+    auto names = [&](const json& req) {
+      std::vector<std::string> out;
+      Reply r = Post("experiments/search", req);
+      EXPECT_EQ(r.status, 200) << r.body;
+      for (const json& x : r.body["experiments"]) out.push_back(x["name"]);
+      return out;
+    };
+    using V = std::vector<std::string>;
+    EXPECT_EQ(names(json{{"filter", "tags.team = 'vision'"}}), (V{"exp"}));
+    EXPECT_EQ(names(json{{"filter", "name ILIKE 'exp%'"}, {"order_by", {"name DESC"}}}), (V{"exp", "Exp-two"}));
+    EXPECT_EQ(names(json{{"filter", "attributes.name LIKE 'exp%'"}}), (V{"exp"}));
+    EXPECT_EQ(Post("experiments/search", json{{"filter", "metrics.x > 1"}}).status, 400);
+    EXPECT_EQ(Post("experiments/update", json{{"experiment_id", other}, {"new_name", "renamed"}}).status, 200);
+    EXPECT_EQ(Post("experiments/delete", json{{"experiment_id", other}}).status, 200);
+    EXPECT_EQ(names(json{{"view_type", "DELETED_ONLY"}}), (V{"renamed"}));
+    EXPECT_EQ(Post("experiments/restore", json{{"experiment_id", other}}).status, 200);
+    EXPECT_EQ(names(json{{"filter", "name = 'renamed'"}}), (V{"renamed"}));
+  }
 
   std::vector<std::string> runs;
   for (int k = 0; k < 3; ++k) {

@@ -2,12 +2,17 @@
 
 #include <sqlite3.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <random>
+#include <string_view>
+#include <unordered_map>
+#include <variant>
 
+#include "track/search.h"
 #include "util/error.h"
 
 namespace shoal::track {
@@ -58,6 +63,26 @@ CREATE TABLE model_versions (name TEXT NOT NULL REFERENCES registered_models(nam
   source TEXT NOT NULL, run_id TEXT NOT NULL, status TEXT NOT NULL, PRIMARY KEY (name, version));
 CREATE TABLE model_aliases (name TEXT NOT NULL REFERENCES registered_models(name), alias TEXT NOT NULL,
   version INTEGER NOT NULL, PRIMARY KEY (name, alias));
+)sql",
+    // 2: params, tags and latest_metrics clustered by (run, key), so reading a page of runs for
+    // runs/search is one B-tree walk per run and table, not an index probe and a row fetch per key.
+    R"sql(
+CREATE TABLE params2 (run_uuid TEXT NOT NULL REFERENCES runs(run_uuid), key TEXT NOT NULL, value TEXT NOT NULL,
+  PRIMARY KEY (run_uuid, key)) WITHOUT ROWID;
+INSERT INTO params2 SELECT run_uuid, key, value FROM params;
+DROP TABLE params;
+ALTER TABLE params2 RENAME TO params;
+CREATE TABLE tags2 (run_uuid TEXT NOT NULL REFERENCES runs(run_uuid), key TEXT NOT NULL, value TEXT NOT NULL,
+  PRIMARY KEY (run_uuid, key)) WITHOUT ROWID;
+INSERT INTO tags2 SELECT run_uuid, key, value FROM tags;
+DROP TABLE tags;
+ALTER TABLE tags2 RENAME TO tags;
+CREATE TABLE latest_metrics2 (run_uuid TEXT NOT NULL REFERENCES runs(run_uuid), key TEXT NOT NULL,
+  value REAL NOT NULL, is_nan INTEGER NOT NULL, timestamp INTEGER NOT NULL, step INTEGER NOT NULL,
+  PRIMARY KEY (run_uuid, key)) WITHOUT ROWID;
+INSERT INTO latest_metrics2 SELECT run_uuid, key, value, is_nan, timestamp, step FROM latest_metrics;
+DROP TABLE latest_metrics;
+ALTER TABLE latest_metrics2 RENAME TO latest_metrics;
 )sql",
 };
 
@@ -212,7 +237,9 @@ std::unique_ptr<Store> Store::Open(const std::string& uri_in, const std::string&
   }
   sqlite3_busy_timeout(store->db_, 10'000);
   try {
-    Exec(store->db_, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON;");
+    // A 64 MiB page cache and reads through mmap keep searches over many runs off read(2).
+    Exec(store->db_, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON; "
+                     "PRAGMA cache_size=-65536; PRAGMA mmap_size=268435456; PRAGMA temp_store=MEMORY;");
     store->Migrate();
   } catch (const Error& e) {
     throw WithContext(e, "opening tracking store '" + path + "'");
@@ -513,14 +540,21 @@ void Store::LogBatch(const std::string& run_id, const std::vector<Metric>& metri
                 "value = excluded.value, is_nan = excluded.is_nan, timestamp = excluded.timestamp, step = excluded.step "
                 "WHERE excluded.step > latest_metrics.step OR "
                 "(excluded.step = latest_metrics.step AND excluded.timestamp >= latest_metrics.timestamp)");
-    for (const Metric& m : metrics) {
+    auto write = [&](Stmt& s, const Metric& m) {
       const bool nan = std::isnan(m.value);
-      for (Stmt* s : {&history, &latest}) {
-        s->Bind(1, run_id).Bind(2, m.key).Bind(3, nan ? 0.0 : m.value).Bind(4, static_cast<int64_t>(nan)).Bind(5, m.timestamp).Bind(6, m.step);
-        s->Run();
-        s->Reset();
-      }
+      s.Bind(1, run_id).Bind(2, m.key).Bind(3, nan ? 0.0 : m.value).Bind(4, static_cast<int64_t>(nan)).Bind(5, m.timestamp).Bind(6, m.step);
+      s.Run();
+      s.Reset();
+    };
+    // Every point goes to the history; only each key's latest point in the batch can change
+    // latest_metrics (highest step, then timestamp; the later one on a tie, as the upsert does).
+    std::map<std::string_view, const Metric*> newest;
+    for (const Metric& m : metrics) {
+      write(history, m);
+      const Metric*& best = newest[m.key];
+      if (!best || m.step > best->step || (m.step == best->step && m.timestamp >= best->timestamp)) best = &m;
     }
+    for (const auto& [key, m] : newest) write(latest, *m);
   }
   t.Commit();
 }
@@ -543,21 +577,140 @@ std::vector<Metric> Store::GetMetricHistory(const std::string& run_id, const std
   return out;
 }
 
-std::vector<Run> Store::ListRuns(const std::vector<std::string>& experiment_ids, bool include_deleted, int max_results) {
-  std::lock_guard<std::recursive_mutex> lock(mutex_);
-  std::string sql = "SELECT run_uuid FROM runs WHERE 1";
-  if (!include_deleted) sql += " AND lifecycle_stage = 'active'";
-  if (!experiment_ids.empty()) {
-    sql += " AND experiment_id IN (";
-    for (size_t i = 0; i < experiment_ids.size(); ++i) sql += (i ? ", " : "") + std::to_string(ParseId("experiment", experiment_ids[i]));
-    sql += ")";
+namespace {
+
+using SqlValue = std::variant<std::string, int64_t, double>;
+
+// A runs column for attributes.KEY, and whether it holds a number.
+std::pair<std::string, bool> RunColumn(const std::string& key, const std::string& where) {
+  if (key == "start_time" || key == "end_time") return {"r." + key, true};
+  if (key == "status" || key == "user_id" || key == "artifact_uri" || key == "lifecycle_stage") return {"r." + key, false};
+  if (key == "run_name") return {"r.name", false};
+  if (key == "run_id" || key == "run_uuid") return {"r.run_uuid", false};
+  throw InvalidError(where + ": unknown attribute '" + key +
+                     "' (run_id, run_name, status, user_id, start_time, end_time, artifact_uri)");
+}
+
+// `column op ?` for a text comparison; LIKE through GLOB, which keeps case as MLflow's LIKE does.
+std::string TextCondition(const std::string& column, const Clause& c, std::vector<SqlValue>& values) {
+  if (c.op == "like" || c.op == "ilike") {
+    values.emplace_back(c.op == "like" ? LikeToGlob(c.text) : AsciiLower(LikeToGlob(c.text)));
+    return (c.op == "like" ? column : "lower(" + column + ")") + " GLOB ?";
   }
-  sql += " ORDER BY start_time DESC, run_uuid LIMIT " + std::to_string(std::max(0, max_results));
-  Stmt s(db_, sql);
+  if (c.op != "=" && c.op != "!=") throw InvalidError("strings compare with =, !=, LIKE or ILIKE, not " + c.op);
+  values.emplace_back(c.text);
+  return column + " " + c.op + " ?";
+}
+
+}  // namespace
+
+Store::RunPage Store::SearchRuns(const RunSearch& q) {
+  if (q.max_results < 1) throw InvalidError("max_results must be at least 1");
+  if (q.offset < 0) throw InvalidError("the page offset must not be negative");
+  std::lock_guard<std::recursive_mutex> lock(mutex_);
+  std::vector<SqlValue> join_values, where_values;
+  std::string joins, where, order;
+  if (q.view == "ACTIVE_ONLY") {
+    where = " AND r.lifecycle_stage = 'active'";
+  } else if (q.view == "DELETED_ONLY") {
+    where = " AND r.lifecycle_stage = 'deleted'";
+  } else if (q.view != "ALL") {
+    throw InvalidError("run_view_type must be ACTIVE_ONLY, DELETED_ONLY or ALL, not '" + q.view + "'");
+  }
+  if (!q.experiment_ids.empty()) {
+    where += " AND r.experiment_id IN (";
+    for (size_t i = 0; i < q.experiment_ids.size(); ++i) {
+      where += i ? ", ?" : "?";
+      where_values.emplace_back(ParseId("experiment", q.experiment_ids[i]));
+    }
+    where += ")";
+  }
+  const std::string in_filter = "filter '" + q.filter + "'";
+  for (const Clause& c : ParseFilter(q.filter)) {
+    if (c.kind == "metrics") {
+      where_values.emplace_back(c.key);
+      where_values.emplace_back(c.number);
+      where += " AND EXISTS (SELECT 1 FROM latest_metrics m WHERE m.run_uuid = r.run_uuid AND m.key = ? AND ";
+      where += c.op == "!=" ? "(m.is_nan OR m.value != ?))" : "NOT m.is_nan AND m.value " + c.op + " ?)";
+    } else if (c.kind == "params" || c.kind == "tags") {
+      where_values.emplace_back(c.key);
+      where += " AND EXISTS (SELECT 1 FROM " + c.kind + " x WHERE x.run_uuid = r.run_uuid AND x.key = ? AND " +
+               TextCondition("x.value", c, where_values) + ")";
+    } else {
+      auto [column, numeric] = RunColumn(c.key, in_filter);
+      if (numeric) {
+        if (!c.numeric) throw InvalidError(in_filter + ": attributes." + c.key + " compares with a number");
+        CompareNumbers(c.op, 0, 0);  // rejects LIKE
+        where_values.emplace_back(static_cast<int64_t>(c.number));
+        where += " AND " + column + " " + c.op + " ?";
+      } else {
+        where += " AND " + TextCondition(column, c, where_values);
+      }
+    }
+  }
+  int n = 0;
+  for (const OrderKey& k : ParseOrderBy(q.order_by)) {
+    const std::string dir = k.desc ? " DESC" : " ASC";
+    const std::string alias = "o" + std::to_string(n++);
+    if (k.kind == "attributes") {
+      order += RunColumn(k.key, "order_by").first + dir + ", ";
+      continue;
+    }
+    const std::string table = k.kind == "metrics" ? "latest_metrics" : k.kind;
+    joins += " LEFT JOIN " + table + " " + alias + " ON " + alias + ".run_uuid = r.run_uuid AND " + alias + ".key = ?";
+    join_values.emplace_back(k.key);
+    // Runs without the key (and NaN metrics) come last, as in MLflow.
+    order += "(" + alias + ".value IS NULL" + (k.kind == "metrics" ? " OR " + alias + ".is_nan" : "") + "), " + alias + ".value" + dir + ", ";
+  }
+  const std::string sql = "SELECT r.run_uuid FROM runs r" + joins + " WHERE 1" + where + " ORDER BY " + order +
+                          "r.start_time DESC, r.run_uuid LIMIT ? OFFSET ?";
   std::vector<std::string> ids;
-  while (s.Step()) ids.push_back(s.Text(0));
-  std::vector<Run> out;
-  for (const std::string& id : ids) out.push_back(GetRun(id));
+  {
+    Stmt s(db_, sql);
+    int i = 1;
+    for (const auto* values : {&join_values, &where_values}) {
+      for (const SqlValue& v : *values) std::visit([&](const auto& x) { s.Bind(i++, x); }, v);
+    }
+    s.Bind(i, q.max_results + 1);
+    s.Bind(i + 1, q.offset);
+    while (s.Step()) ids.push_back(s.Text(0));
+  }
+  RunPage page;
+  if (static_cast<int64_t>(ids.size()) > q.max_results) {
+    ids.pop_back();
+    page.next_offset = q.offset + q.max_results;
+  }
+  page.runs = LoadRuns(ids);
+  return page;
+}
+
+// Runs with their data, in the order of `ids`: a few queries for a chunk of runs, not four a run.
+std::vector<Run> Store::LoadRuns(const std::vector<std::string>& ids) {
+  std::lock_guard<std::recursive_mutex> lock(mutex_);
+  std::vector<Run> out(ids.size());
+  std::unordered_map<std::string, size_t> index;
+  for (size_t i = 0; i < ids.size(); ++i) index.emplace(ids[i], i);
+  constexpr size_t kChunk = 500;
+  for (size_t first = 0; first < ids.size(); first += kChunk) {
+    const size_t count = std::min(kChunk, ids.size() - first);
+    std::string in = "(";
+    for (size_t i = 0; i < count; ++i) in += i ? ",?" : "?";
+    in += ")";
+    auto query = [&](const std::string& sql, auto&& row) {
+      Stmt s(db_, sql + in);
+      for (size_t i = 0; i < count; ++i) s.Bind(static_cast<int>(i + 1), ids[first + i]);
+      while (s.Step()) row(s, out[index.at(s.Text(0))]);
+    };
+    query("SELECT * FROM runs WHERE run_uuid IN ", [](Stmt& s, Run& r) { r.info = ReadRunInfo(s); });
+    query("SELECT run_uuid, key, value, is_nan, timestamp, step FROM latest_metrics WHERE run_uuid IN ", [](Stmt& s, Run& r) {
+      r.metrics.push_back({s.Text(1), s.Int(3) ? NAN : s.Real(2), s.Int(4), s.Int(5)});
+    });
+    query("SELECT run_uuid, key, value FROM params WHERE run_uuid IN ", [](Stmt& s, Run& r) { r.params[s.Text(1)] = s.Text(2); });
+    query("SELECT run_uuid, key, value FROM tags WHERE run_uuid IN ", [](Stmt& s, Run& r) { r.tags[s.Text(1)] = s.Text(2); });
+  }
+  for (Run& r : out) {
+    std::sort(r.metrics.begin(), r.metrics.end(), [](const Metric& a, const Metric& b) { return a.key < b.key; });
+  }
   return out;
 }
 

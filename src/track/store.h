@@ -124,9 +124,22 @@ class Store {
                 const std::map<std::string, std::string>& params = {}, const std::map<std::string, std::string>& tags = {});
   void DeleteTag(const std::string& run_id, const std::string& key);
   std::vector<Metric> GetMetricHistory(const std::string& run_id, const std::string& key);
-  /// The runs of the experiments (all when empty), newest first.
-  std::vector<Run> ListRuns(const std::vector<std::string>& experiment_ids = {}, bool include_deleted = false,
-                            int max_results = 1000);
+  /// runs/search: the runs of the experiments (all when empty) that match `filter` (MLflow's
+  /// grammar, track/search.h), ordered by `order_by` and then newest first, a page at a time.
+  /// The filter and order run in SQL, so a search reads only the page's runs.
+  struct RunSearch {
+    std::vector<std::string> experiment_ids;
+    std::string filter;
+    std::vector<std::string> order_by;
+    std::string view = "ACTIVE_ONLY";  ///< ACTIVE_ONLY, DELETED_ONLY or ALL
+    int64_t max_results = 1000;
+    int64_t offset = 0;
+  };
+  struct RunPage {
+    std::vector<Run> runs;
+    int64_t next_offset = -1;  ///< -1: no more
+  };
+  RunPage SearchRuns(const RunSearch& search);
   /// Copies `local_path` (a file or a directory) under the run's artifact directory, at
   /// `artifact_path` (relative; empty: its top). Returns the copied path.
   std::string LogArtifact(const std::string& run_id, const std::string& local_path, const std::string& artifact_path = "");
@@ -152,6 +165,7 @@ class Store {
  private:
   Store() = default;
   void Migrate();
+  std::vector<Run> LoadRuns(const std::vector<std::string>& ids);
   std::string RunArtifactUri(const std::string& experiment_id, const std::string& run_id) const;
 
   std::recursive_mutex mutex_;

@@ -29,7 +29,7 @@ class StoreTest : public ::testing::Test {
 TEST_F(StoreTest, OpensADirectoryOrASqliteUriAndMigrates) {
   auto store = Store::Open(dir_.string());
   EXPECT_EQ(store->path(), (dir_ / "tracking.db").string());
-  EXPECT_EQ(store->schema_version(), 1);
+  EXPECT_EQ(store->schema_version(), 2);
   EXPECT_EQ(store->GetExperiment("0").name, "Default");
   auto again = Store::Open("sqlite://" + (dir_ / "tracking.db").string());  // sqlite:///abs/path
   EXPECT_EQ(again->ListExperiments().size(), 1u);
@@ -154,6 +154,82 @@ TEST_F(StoreTest, ModelRegistryVersionsAndAliases) {
   EXPECT_THROW(store->GetModelVersionByAlias("fmnist", "champion"), Error);
   EXPECT_EQ(store->ListRegisteredModels().size(), 1u);
   EXPECT_THROW(store->CreateModelVersion("fmnist", "/x", "no-such-run"), Error);
+}
+
+TEST_F(StoreTest, SearchRunsFiltersOrdersAndPagesInSql) {
+  auto store = Store::Open(dir_.string());
+  const std::string exp = store->CreateExperiment("search");
+  const std::string other = store->CreateExperiment("other");
+  // Five runs: loss 0.5, 0.4, NaN, none, 0.1; optimizer Adam/adam/sgd; started 1000..5000.
+  std::vector<std::string> ids;
+  const double loss[] = {0.5, 0.4, NAN, -1, 0.1};
+  const char* opt[] = {"Adam", "adam", "sgd", "sgd", "adam_w"};
+  for (int k = 0; k < 5; ++k) {
+    ids.push_back(store->CreateRun(exp, std::to_string(k).insert(0, "run"), 1000 * (k + 1)).run_id);
+    std::vector<Metric> metrics;
+    if (loss[k] >= 0 || std::isnan(loss[k])) metrics.push_back({"val_loss", loss[k], 1, 1});
+    store->LogBatch(ids.back(), metrics, {{"optimizer", opt[k]}}, {{"team", k % 2 ? "b" : "a"}});
+  }
+  store->CreateRun(other, "elsewhere", 9000);
+  auto names = [&](const Store::RunSearch& q) {
+    std::vector<std::string> out;
+    for (const track::Run& r : store->SearchRuns(q).runs) out.push_back(r.info.run_name);
+    return out;
+  };
+  using V = std::vector<std::string>;
+  Store::RunSearch q;
+  q.experiment_ids = {exp};
+  EXPECT_EQ(names(q), (V{"run4", "run3", "run2", "run1", "run0"}));  // newest first
+  q.filter = "metrics.val_loss < 0.45";
+  EXPECT_EQ(names(q), (V{"run4", "run1"}));  // NaN and missing never match a comparison
+  q.filter = "metrics.val_loss != 0.4";
+  EXPECT_EQ(names(q), (V{"run4", "run2", "run0"}));  // NaN differs from everything
+  q.filter = "params.optimizer LIKE 'adam%'";
+  EXPECT_EQ(names(q), (V{"run4", "run1"}));  // LIKE keeps case, as MLflow's does
+  q.filter = "params.optimizer ILIKE 'adam'";
+  EXPECT_EQ(names(q), (V{"run1", "run0"}));
+  q.filter = "params.optimizer LIKE 'adam_w'";  // '_' is one character
+  EXPECT_EQ(names(q), (V{"run4"}));
+  q.filter = "tags.team = 'b' and attributes.start_time >= 2000 and status = 'RUNNING'";
+  EXPECT_EQ(names(q), (V{"run3", "run1"}));
+  q.filter = "attributes.run_name = 'run2'";
+  EXPECT_EQ(names(q), (V{"run2"}));
+  q.filter = "";
+  q.order_by = {"metrics.val_loss ASC"};
+  EXPECT_EQ(names(q), (V{"run4", "run1", "run0", "run3", "run2"}));  // missing and NaN last, newest first
+  q.order_by = {"params.optimizer DESC", "start_time ASC"};
+  EXPECT_EQ(names(q), (V{"run2", "run3", "run4", "run1", "run0"}));
+  q.max_results = 2;
+  q.offset = 2;
+  Store::RunPage page = store->SearchRuns(q);
+  ASSERT_EQ(page.runs.size(), 2u);
+  EXPECT_EQ(page.runs[0].info.run_name, "run4");
+  EXPECT_EQ(page.next_offset, 4);
+  EXPECT_EQ(page.runs[0].params.at("optimizer"), "adam_w");
+  EXPECT_EQ(page.runs[0].tags.at("team"), "a");
+  ASSERT_EQ(page.runs[0].metrics.size(), 1u);
+  q.offset = 4;
+  EXPECT_EQ(store->SearchRuns(q).next_offset, -1);
+
+  Store::RunSearch all;
+  EXPECT_EQ(store->SearchRuns(all).runs.size(), 6u);
+  store->SetRunLifecycle(ids[0], true);
+  all.view = "DELETED_ONLY";
+  EXPECT_EQ(names(all), (V{"run0"}));
+  for (const char* bad : {"metrics.val_loss LIKE 'x'", "params.lr > '1'", "attributes.colour = 'red'", "metrics.x < 1 or metrics.y < 2",
+                          "start_time > 'soon'", "tags.'open = 'x'"}) {
+    Store::RunSearch b;
+    b.filter = bad;
+    try {
+      store->SearchRuns(b);
+      ADD_FAILURE() << "accepted " << bad;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kInvalid) << bad << ": " << e.what();
+    }
+  }
+  Store::RunSearch b;
+  b.order_by = {"colour DESC"};
+  EXPECT_THROW(store->SearchRuns(b), Error);
 }
 
 }  // namespace
