@@ -8,6 +8,7 @@
 #include <fstream>
 #include <functional>
 #include <regex>
+#include <thread>
 
 #include "track/mlflow_json.h"
 #include "track/search.h"
@@ -168,6 +169,24 @@ fs::path Inside(const fs::path& root_dir, const std::string& rel) {
   return target;
 }
 
+// A run's artifact location as clients see it: under the artifact root, the mlflow-artifacts
+// proxy's URI (as MLflow's server with --serve-artifacts gives), so clients on other machines
+// upload through this server; elsewhere, as stored.
+RunInfo Served(RunInfo info, const std::string& artifact_root) {
+  const std::string root = fs::path(artifact_root).lexically_normal().string();
+  const std::string uri = fs::path(info.artifact_uri).lexically_normal().string();
+  if (!root.empty() && uri.size() > root.size() && uri.compare(0, root.size(), root) == 0 &&
+      (root.back() == '/' || uri[root.size()] == '/')) {
+    info.artifact_uri = "mlflow-artifacts:/" + uri.substr(root.size() + (root.back() == '/' ? 0 : 1));
+  }
+  return info;
+}
+
+Run Served(Run run, const std::string& artifact_root) {
+  run.info = Served(std::move(run.info), artifact_root);
+  return run;
+}
+
 }  // namespace
 
 Server::Server(std::shared_ptr<Store> store, ServerOptions options)
@@ -175,7 +194,10 @@ Server::Server(std::shared_ptr<Store> store, ServerOptions options)
   Routes();
 }
 
-Server::~Server() { Stop(); }
+Server::~Server() {
+  Stop();
+  if (bound_ && !entered_) Run();  // bound, never served: close the socket
+}
 
 int Server::Bind() {
   if (bound_) return port_;
@@ -193,11 +215,28 @@ int Server::Bind() {
 
 void Server::Run() {
   Bind();
+  entered_ = true;
+  // Stopped before it ran: listen just long enough to stop, which closes the bound socket
+  // (cpp-httplib closes it only from a running server).
+  std::thread closer;
+  if (stop_requested_) {
+    closer = std::thread([this] {
+      while (!http_->is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      http_->stop();
+    });
+  }
   http_->listen_after_bind();
+  if (closer.joinable()) closer.join();
+  returned_ = true;
 }
 
+// A Stop() that races a Run() just starting on another thread must not be lost: either Run()
+// sees the request, or Stop() waits until it listens and then stops it.
 void Server::Stop() {
-  if (http_) http_->stop();
+  stop_requested_ = true;
+  if (!http_ || !entered_) return;
+  while (!returned_ && !http_->is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  http_->stop();
 }
 
 void Server::Routes() {
@@ -323,14 +362,16 @@ void Server::Routes() {
   api("POST", "runs/create", [store](const json& r) {
     RunInfo info = store->CreateRun(Str(r, "experiment_id", false, "0"), Str(r, "run_name", false), Int(r, "start_time", 0),
                                     KeyValues(r, "tags"), Str(r, "user_id", false));
-    return json{{"run", ToJson(store->GetRun(info.run_id))}};
+    return json{{"run", ToJson(Served(store->GetRun(info.run_id), store->artifact_root()))}};
   });
   api("POST", "runs/update", [store, run_id](const json& r) {
     std::string status = Str(r, "status", false);
     if (status.empty()) status = store->GetRun(run_id(r)).info.status;
-    return json{{"run_info", ToJson(store->UpdateRun(run_id(r), status, Int(r, "end_time", 0), Str(r, "run_name", false)))}};
+    return json{{"run_info", ToJson(Served(store->UpdateRun(run_id(r), status, Int(r, "end_time", 0), Str(r, "run_name", false)),
+                                           store->artifact_root()))}};
   });
-  api("GET", "runs/get", [store, run_id](const json& r) { return json{{"run", ToJson(store->GetRun(run_id(r)))}}; });
+  api("GET", "runs/get",
+      [store, run_id](const json& r) { return json{{"run", ToJson(Served(store->GetRun(run_id(r)), store->artifact_root()))}}; });
   api("POST", "runs/delete", [store, run_id](const json& r) {
     store->SetRunLifecycle(run_id(r), true);
     return json::object();
@@ -381,6 +422,7 @@ void Server::Routes() {
     std::string out = "{\"runs\":[";
     for (size_t k = 0; k < page.runs.size(); ++k) {
       if (k) out += ',';
+      page.runs[k].info = Served(std::move(page.runs[k].info), store->artifact_root());
       AppendJson(out, page.runs[k]);
     }
     out += ']';
@@ -410,7 +452,7 @@ void Server::Routes() {
         files.push_back(f);
       }
     }
-    return json{{"root_uri", info.artifact_uri}, {"files", files}};
+    return json{{"root_uri", Served(info, store->artifact_root()).artifact_uri}, {"files", files}};
   });
 
   // ---- model registry ----

@@ -3,6 +3,7 @@
 // ({"error_code", "message"}) and limits follow MLflow's documentation.
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <string>
 
@@ -39,6 +40,7 @@ class Server {
   std::unique_ptr<httplib::Server> http_;
   int port_ = 0;
   bool bound_ = false;
+  std::atomic<bool> stop_requested_{false}, entered_{false}, returned_{false};
 };
 
 }  // namespace shoal::track

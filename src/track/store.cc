@@ -217,7 +217,7 @@ std::unique_ptr<Store> Store::Open(const std::string& uri_in, const std::string&
     path = uri.substr(9);
   } else if (uri.find("://") != std::string::npos) {
     throw UnsupportedError("tracking store '" + uri + "': the local store takes sqlite:///PATH or a directory; "
-                           "an http(s) server is reached through the MLflow client instead");
+                           "an http(s) server is reached through the tracking client (track::OpenBackend), not the store");
   } else {
     path = (fs::path(uri) / "tracking.db").string();
   }

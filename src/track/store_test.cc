@@ -232,5 +232,43 @@ TEST_F(StoreTest, SearchRunsFiltersOrdersAndPagesInSql) {
   EXPECT_THROW(store->SearchRuns(b), Error);
 }
 
+TEST_F(StoreTest, SchemaOneMigratesToTwoKeepingItsData) {
+  std::string run;
+  {
+    auto store = Store::Open(dir_.string());
+    run = store->CreateRun("0", "old").run_id;
+    store->LogBatch(run, {{"loss", 0.5, 1, 1}}, {{"lr", "0.1"}}, {{"team", "a"}});
+  }
+  // Put the tables back in schema 1's form (rowid tables with a separate key index).
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open((dir_ / "tracking.db").c_str(), &db), SQLITE_OK);
+  const char* downgrade = R"sql(
+    CREATE TABLE p1 (run_uuid TEXT NOT NULL, key TEXT NOT NULL, value TEXT NOT NULL, PRIMARY KEY (run_uuid, key));
+    INSERT INTO p1 SELECT * FROM params; DROP TABLE params; ALTER TABLE p1 RENAME TO params;
+    CREATE TABLE t1 (run_uuid TEXT NOT NULL, key TEXT NOT NULL, value TEXT NOT NULL, PRIMARY KEY (run_uuid, key));
+    INSERT INTO t1 SELECT * FROM tags; DROP TABLE tags; ALTER TABLE t1 RENAME TO tags;
+    CREATE TABLE l1 (run_uuid TEXT NOT NULL, key TEXT NOT NULL, value REAL NOT NULL, is_nan INTEGER NOT NULL,
+      timestamp INTEGER NOT NULL, step INTEGER NOT NULL, PRIMARY KEY (run_uuid, key));
+    INSERT INTO l1 SELECT * FROM latest_metrics; DROP TABLE latest_metrics; ALTER TABLE l1 RENAME TO latest_metrics;
+    PRAGMA user_version = 1;)sql";
+  ASSERT_EQ(sqlite3_exec(db, downgrade, nullptr, nullptr, nullptr), SQLITE_OK) << sqlite3_errmsg(db);
+  sqlite3_close(db);
+
+  auto store = Store::Open(dir_.string());
+  EXPECT_EQ(store->schema_version(), 2);
+  track::Run r = store->GetRun(run);
+  EXPECT_EQ(r.params.at("lr"), "0.1");
+  EXPECT_EQ(r.tags.at("team"), "a");
+  ASSERT_EQ(r.metrics.size(), 1u);
+  EXPECT_EQ(r.metrics[0].value, 0.5);
+  ASSERT_EQ(sqlite3_open((dir_ / "tracking.db").c_str(), &db), SQLITE_OK);
+  sqlite3_stmt* s = nullptr;
+  sqlite3_prepare_v2(db, "SELECT COUNT(*) FROM sqlite_master WHERE sql LIKE '%WITHOUT ROWID%'", -1, &s, nullptr);
+  ASSERT_EQ(sqlite3_step(s), SQLITE_ROW);
+  EXPECT_EQ(sqlite3_column_int(s, 0), 3);
+  sqlite3_finalize(s);
+  sqlite3_close(db);
+}
+
 }  // namespace
 }  // namespace shoal::track

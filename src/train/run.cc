@@ -23,6 +23,7 @@
 #include "train/trainer.h"
 #include "util/buffer.h"
 #include "util/error.h"
+#include "util/file.h"
 
 namespace shoal::train {
 
@@ -108,6 +109,8 @@ json Defaults() {
       {"tracking",
        {{"enabled", true},
         {"uri", ""},
+        {"token_file", ""},
+        {"spool_dir", ""},
         {"experiment", "Default"},
         {"run_name", ""},
         {"register_model", ""}}},
@@ -295,6 +298,26 @@ std::string TrackingUri(const json& c) {
   return Value<std::string>(c["data"], "root", "data");
 }
 
+// The tracking client: the local store, or an MLflow-compatible server (http/https) with the
+// token in tracking.token_file (else MLFLOW_TRACKING_TOKEN), spooling to tracking.spool_dir
+// (default <data root>/tracking-spool) while the server is unreachable.
+std::shared_ptr<track::Tracker> OpenTracker(const json& c) {
+  const json& tr = c["tracking"];
+  const std::string uri = TrackingUri(c);
+  track::BackendOptions bo;
+  const std::string token_file = Value<std::string>(tr, "token_file", "tracking");
+  if (!token_file.empty()) {
+    const std::vector<uint8_t> bytes = ReadFile(token_file);
+    bo.token.assign(bytes.begin(), bytes.end());
+    while (!bo.token.empty() && std::isspace(static_cast<unsigned char>(bo.token.back()))) bo.token.pop_back();
+  }
+  track::TrackerOptions to;
+  const bool remote = uri.rfind("http://", 0) == 0 || uri.rfind("https://", 0) == 0;
+  to.spool_dir = Value<std::string>(tr, "spool_dir", "tracking");
+  if (to.spool_dir.empty() && remote) to.spool_dir = (std::filesystem::path(Value<std::string>(c["data"], "root", "data")) / "tracking-spool").string();
+  return std::make_shared<track::Tracker>(track::OpenBackend(uri, bo), to);
+}
+
 // The model's input shape comes from the train table's description (through a loader). With
 // `distributed`, a process started by a launcher (dist/cluster.h) joins its process group.
 Built Build(const json& raw, bool distributed = false, bool tracked = false) {
@@ -367,7 +390,7 @@ Built Build(const json& raw, bool distributed = false, bool tracked = false) {
   std::vector<std::shared_ptr<Callback>> callbacks;
   const json& tr = c["tracking"];
   if (tracked && Value<bool>(tr, "enabled", "tracking") && env.rank == 0) {
-    b.tracker = std::make_shared<track::Tracker>(std::shared_ptr<track::Store>(track::Store::Open(TrackingUri(c))));
+    b.tracker = OpenTracker(c);
     TrackingOptions k;
     k.experiment = Value<std::string>(tr, "experiment", "tracking");
     k.run_name = Value<std::string>(tr, "run_name", "tracking");
@@ -476,7 +499,7 @@ json RunTrain(const json& config) {
       std::string stored = b.tracker->LogArtifact(model, "model");
       const std::string name = Value<std::string>(b.config["tracking"], "register_model", "tracking");
       if (!name.empty()) {
-        track::ModelVersion v = b.tracker->store().CreateModelVersion(name, stored, b.tracker->run_id());
+        track::ModelVersion v = b.tracker->RegisterModel(name, stored);
         out["registered_model"] = name;
         out["model_version"] = v.version;
       }

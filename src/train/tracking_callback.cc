@@ -43,7 +43,7 @@ void TrackingCallback::on_fit_start(Trainer& trainer) {
     // Params are immutable: a resumed job's settings that changed (ckpt_path, max_epochs ...)
     // are kept as tags "resumed.<key>" instead.
     std::map<std::string, std::string> changed;
-    const track::Run run = tracker_->store().GetRun(tracker_->run_id());
+    const track::Run run = tracker_->GetRun();
     for (auto it = params.begin(); it != params.end();) {
       auto old = run.params.find(it->first);
       if (old == run.params.end()) {

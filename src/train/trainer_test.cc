@@ -5,9 +5,11 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <thread>
 #include <fstream>
 
 #include "data/testing.h"
+#include "track/server.h"
 #include "track/store.h"
 #include "train/run.h"
 #include "train/safetensors.h"
@@ -131,6 +133,37 @@ TEST_F(TrainerTest, ARunIsTrackedAndItsModelRegistered) {
   nlohmann::json untracked = Config("untracked");
   untracked["tracking"] = {{"enabled", false}};
   EXPECT_FALSE(RunTrain(untracked).contains("run_id"));
+}
+
+TEST_F(TrainerTest, ARunIsTrackedOnAServerOverHttp) {
+  // shoal server in this process, with a token; the job reaches it through tracking.uri.
+  auto server_store = std::shared_ptr<track::Store>(track::Store::Open((dir_ / "server").string()));
+  track::ServerOptions so;
+  so.port = 0;
+  so.auth_token = "abc123";
+  track::Server server(server_store, so);
+  const int port = server.Bind();
+  std::thread serving([&] { server.Run(); });
+  WriteFileAtomically((dir_ / "token").string(), "abc123\n");
+  nlohmann::json config = Config("remote");
+  config["tracking"] = {{"uri", "http://127.0.0.1:" + std::to_string(port)},
+                        {"token_file", (dir_ / "token").string()},
+                        {"experiment", "remote"},
+                        {"register_model", "digits"}};
+  nlohmann::json out = RunTrain(config);
+  server.Stop();
+  serving.join();
+  ASSERT_TRUE(out.contains("run_id")) << out.dump();
+  track::Run run = server_store->GetRun(out["run_id"].get<std::string>());
+  EXPECT_EQ(run.info.status, "FINISHED");
+  EXPECT_EQ(server_store->GetExperiment(run.info.experiment_id).name, "remote");
+  EXPECT_EQ(server_store->GetMetricHistory(run.info.run_id, "train_loss").size(), 3u);
+  EXPECT_EQ(run.params.at("optimizer.lr"), "0.01");
+  track::ModelVersion v = server_store->GetModelVersion("digits", "1");
+  EXPECT_EQ(v.source.rfind("mlflow-artifacts:/", 0), 0u) << v.source;
+  EXPECT_TRUE(fs::exists(fs::path(run.info.artifact_uri) / "checkpoints" / "last.ckpt"));
+  EXPECT_TRUE(fs::exists(fs::path(run.info.artifact_uri) / "model"));
+  EXPECT_FALSE(fs::exists(dir_ / "tracking.db"));  // nothing went to the local store
 }
 
 TEST_F(TrainerTest, PythonTorchLoadOpensACheckpoint) {

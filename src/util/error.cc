@@ -12,6 +12,7 @@ std::string_view ErrorCodeName(ErrorCode code) {
     case ErrorCode::kIO: return "i/o";
     case ErrorCode::kConflict: return "conflict";
     case ErrorCode::kTimeout: return "timeout";
+    case ErrorCode::kUnavailable: return "unavailable";
   }
   return "unknown";
 }
@@ -24,6 +25,7 @@ Error UnsupportedError(std::string message) {
 Error IOError(std::string message) { return Error(ErrorCode::kIO, std::move(message)); }
 Error ConflictError(std::string message) { return Error(ErrorCode::kConflict, std::move(message)); }
 Error TimeoutError(std::string message) { return Error(ErrorCode::kTimeout, std::move(message)); }
+Error UnavailableError(std::string message) { return Error(ErrorCode::kUnavailable, std::move(message)); }
 
 Error SystemError(std::string_view what, std::string_view path, int errnum) {
   std::string message(what);

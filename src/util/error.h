@@ -9,7 +9,8 @@
 namespace shoal {
 
 /// What kind of failure an Error reports. The CLI maps every category to exit status 1; callers
-/// use the category to decide whether a retry can help (kConflict, kTimeout, sometimes kIO).
+/// use the category to decide whether a retry can help (kConflict, kTimeout, kUnavailable,
+/// sometimes kIO).
 enum class ErrorCode {
   kInvalid,      ///< invalid input or corrupt data: the bytes or arguments are wrong
   kNotFound,     ///< a file, table, column, version or key does not exist
@@ -17,6 +18,7 @@ enum class ErrorCode {
   kIO,           ///< the operating system failed a read, write, open, rename ...
   kConflict,     ///< a concurrent writer won, or a value contradicts one already stored
   kTimeout,      ///< a wait ran past its deadline
+  kUnavailable,  ///< a server could not be reached, or answered that it cannot serve now (5xx, 429)
 };
 
 /// Lower-case name of a category, as printed in messages: "invalid", "not found", ...
@@ -42,6 +44,7 @@ class Error : public std::runtime_error {
 [[nodiscard]] Error IOError(std::string message);
 [[nodiscard]] Error ConflictError(std::string message);
 [[nodiscard]] Error TimeoutError(std::string message);
+[[nodiscard]] Error UnavailableError(std::string message);
 
 /// An IOError for a failed system call: "<what> '<path>': <strerror(errnum)>".
 [[nodiscard]] Error SystemError(std::string_view what, std::string_view path, int errnum);
