@@ -5,9 +5,11 @@
 #include <httplib.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <random>
 #include <thread>
 
 namespace shoal::track {
@@ -159,6 +161,59 @@ TEST_F(ServerTest, MalformedRequestsAre400NeverACrash) {
   auto r = anonymous.Get("/api/2.0/mlflow/experiments/get?experiment_id=0");
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 401);
+}
+
+TEST_F(ServerTest, LogBatchReadsItsBodyAsAStreamWithTheSameRules) {
+  const std::string run = Post("runs/create", json{{"experiment_id", "0"}}).body["run"]["info"]["run_id"];
+  // Fields that are not ours are skipped, however nested; run_uuid stands for run_id; int64
+  // fields may be strings; NaN and infinities come as strings.
+  std::string body = R"({"extra": {"a": [1, {"b": [2, 3]}], "c": null}, "run_uuid": ")";
+  body += run;
+  body += R"(",
+    "metrics": [{"key": "m", "value": 1.5, "timestamp": "7", "step": "2", "note": [1, 2]},
+                {"key": "m", "value": "NaN", "timestamp": 8, "step": 3},
+                {"key": "inf", "value": "-Infinity", "step": 1}],
+    "params": [{"key": "p", "value": "v"}], "tags": [{"key": "t", "value": ""}], "more": [[{}]]})";
+  std::string truncated = R"({"run_id": ")";
+  truncated += run;
+  truncated += R"(", "metrics": [{"key": "m", )";
+  ASSERT_EQ(Post("runs/log-batch", body).status, 200) << Post("runs/log-batch", body).body;
+  const std::vector<Metric> m = store_->GetMetricHistory(run, "m");
+  ASSERT_EQ(m.size(), 2u);
+  EXPECT_EQ(m[0].timestamp, 7);
+  EXPECT_EQ(m[0].step, 2);
+  EXPECT_TRUE(std::isnan(m[1].value));
+  EXPECT_TRUE(std::isinf(store_->GetMetricHistory(run, "inf")[0].value));
+  EXPECT_GT(store_->GetMetricHistory(run, "inf")[0].timestamp, 0);  // now, when missing
+  EXPECT_EQ(store_->GetRun(run).params.at("p"), "v");
+  EXPECT_EQ(store_->GetRun(run).tags.at("t"), "");
+  for (const std::string& bad : std::vector<std::string>{
+           R"({"run_id": 5})", R"({"metrics": []})", "[]", "7", "", R"({"run_id": "r", "metrics": {}})",
+           R"({"run_id": "r", "metrics": [7]})", R"({"run_id": "r", "metrics": [{"key": "m", "value": {"x": 1}}]})",
+           R"({"run_id": "r", "metrics": [{"key": "m"}]})", R"({"run_id": "r", "metrics": [{"value": 1}]})",
+           R"({"run_id": "r", "metrics": [{"key": "m", "value": "high"}]})",
+           R"({"run_id": "r", "metrics": [{"key": "m", "value": 1, "step": 1.5}]})", R"({"run_id": "r", "params": [{"key": 1}]})",
+           R"({"run_id": "r", "params": [[1]]})", R"({"run_id": "r", "tags": "x"})", truncated}) {
+    Reply r = Post("runs/log-batch", bad);
+    EXPECT_EQ(r.status, 400) << bad;
+    EXPECT_EQ(r.body["error_code"], "INVALID_PARAMETER_VALUE") << bad;
+  }
+  // Mutated bodies: 200 or 400, never a 500 or a crash.
+  std::mt19937 random(5);
+  for (int k = 0; k < 1500; ++k) {
+    std::string mutated = body;
+    for (int n = 1 + static_cast<int>(random() % 4); n > 0; --n) {
+      const size_t at = random() % mutated.size();
+      switch (random() % 3) {
+        case 0: mutated[at] = static_cast<char>(random() % 256); break;
+        case 1: mutated.erase(at, 1 + random() % 8); break;
+        default: mutated.insert(at, 1, "{}[]\",:0-e\\"[random() % 12]); break;
+      }
+      if (mutated.empty()) mutated = "{";
+    }
+    const Reply reply = Post("runs/log-batch", mutated);
+    ASSERT_TRUE(reply.status == 200 || reply.status == 400 || reply.status == 404) << reply.status << " " << reply.body << " for " << mutated;
+  }
 }
 
 TEST_F(ServerTest, RegistryAndArtifacts) {

@@ -65,8 +65,16 @@ CREATE TABLE model_aliases (name TEXT NOT NULL REFERENCES registered_models(name
   version INTEGER NOT NULL, PRIMARY KEY (name, alias));
 )sql",
     // 2: params, tags and latest_metrics clustered by (run, key), so reading a page of runs for
-    // runs/search is one B-tree walk per run and table, not an index probe and a row fetch per key.
+    // runs/search is one B-tree walk per run and table, not an index probe and a row fetch per key;
+    // the metric history clustered by (run, key, step, timestamp, value, is_nan), MLflow's key
+    // for a point, so a point is written once (no separate index) and a repeated one is dropped.
     R"sql(
+CREATE TABLE metrics2 (run_uuid TEXT NOT NULL REFERENCES runs(run_uuid), key TEXT NOT NULL, value REAL NOT NULL,
+  is_nan INTEGER NOT NULL, timestamp INTEGER NOT NULL, step INTEGER NOT NULL,
+  PRIMARY KEY (run_uuid, key, step, timestamp, value, is_nan)) WITHOUT ROWID;
+INSERT OR IGNORE INTO metrics2 SELECT run_uuid, key, value, is_nan, timestamp, step FROM metrics;
+DROP TABLE metrics;
+ALTER TABLE metrics2 RENAME TO metrics;
 CREATE TABLE params2 (run_uuid TEXT NOT NULL REFERENCES runs(run_uuid), key TEXT NOT NULL, value TEXT NOT NULL,
   PRIMARY KEY (run_uuid, key)) WITHOUT ROWID;
 INSERT INTO params2 SELECT run_uuid, key, value FROM params;
@@ -534,7 +542,7 @@ void Store::LogBatch(const std::string& run_id, const std::vector<Metric>& metri
     s.Bind(1, run_id).Bind(2, k).Bind(3, v).Run();
   }
   if (!metrics.empty()) {
-    Stmt history(db_, "INSERT INTO metrics VALUES (?, ?, ?, ?, ?, ?)");
+    Stmt history(db_, "INSERT OR IGNORE INTO metrics VALUES (?, ?, ?, ?, ?, ?)");  // a point logged again is one point
     Stmt latest(db_,
                 "INSERT INTO latest_metrics VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (run_uuid, key) DO UPDATE SET "
                 "value = excluded.value, is_nan = excluded.is_nan, timestamp = excluded.timestamp, step = excluded.step "

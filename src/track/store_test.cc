@@ -114,8 +114,12 @@ TEST_F(StoreTest, LimitsAsMlflow) {
   std::vector<Metric> many(1001, Metric{"m", 1, 1, 0});
   EXPECT_THROW(store->LogBatch(run, many), Error);
   many.resize(1000);
+  for (size_t i = 0; i < many.size(); ++i) many[i].step = static_cast<int64_t>(i);
   store->LogBatch(run, many);
   EXPECT_EQ(store->GetMetricHistory(run, "m").size(), 1000u);
+  // A point is (key, value, timestamp, step), as MLflow keys it: logging one again keeps one.
+  store->LogBatch(run, {{"m", 1, 1, 0}, {"m", 2, 1, 0}});
+  EXPECT_EQ(store->GetMetricHistory(run, "m").size(), 1001u);
 }
 
 TEST_F(StoreTest, ArtifactsAreCopiedUnderTheRunAndConfined) {
@@ -265,7 +269,7 @@ TEST_F(StoreTest, SchemaOneMigratesToTwoKeepingItsData) {
   sqlite3_stmt* s = nullptr;
   sqlite3_prepare_v2(db, "SELECT COUNT(*) FROM sqlite_master WHERE sql LIKE '%WITHOUT ROWID%'", -1, &s, nullptr);
   ASSERT_EQ(sqlite3_step(s), SQLITE_ROW);
-  EXPECT_EQ(sqlite3_column_int(s, 0), 3);
+  EXPECT_EQ(sqlite3_column_int(s, 0), 4);
   sqlite3_finalize(s);
   sqlite3_close(db);
 }
