@@ -100,6 +100,14 @@ TEST(CliTest, RunsAndModelsReadTheTrackingStore) {
   EXPECT_EQ(ls.status, 0) << ls.err;
   EXPECT_NE(ls.out.find(run_id + "  cli-run"), std::string::npos) << ls.out;
   EXPECT_NE(ls.out.find("test_acc=0.9"), std::string::npos) << ls.out;
+  Result kept = RunShoal("runs ls" + flag + " --filter \"metrics.test_acc > 0.8 and params.lr = '0.1'\" --order-by 'metrics.test_acc DESC'");
+  EXPECT_EQ(kept.status, 0) << kept.err;
+  EXPECT_NE(kept.out.find(run_id), std::string::npos) << kept.out;
+  Result none = RunShoal("runs ls" + flag + " --filter 'metrics.test_acc > 0.95'");
+  EXPECT_EQ(none.out.find(run_id), std::string::npos) << none.out;
+  Result bad = RunShoal("runs ls" + flag + " --filter 'metrics.test_acc LIKE 1'");
+  EXPECT_EQ(bad.status, 1);
+  EXPECT_NE(bad.err.find("metrics compare with numbers"), std::string::npos) << bad.err;
   Result show = RunShoal("runs show " + run_id + flag);
   EXPECT_EQ(show.status, 0) << show.err;
   EXPECT_NE(show.out.find("\"status\": \"FINISHED\""), std::string::npos) << show.out;
