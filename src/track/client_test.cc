@@ -166,6 +166,7 @@ TEST_F(ClientTest, WhatAnEndedProcessSpooledTheNextTrackerSends) {
   EXPECT_EQ(store_->GetRun(run).info.status, "RUNNING");
   StartServer(port);
   {
+    o.flush_timeout_s = 60;  // Flush returns as soon as the spool is empty
     Tracker next(Remote(), o);
     next.Flush();
     EXPECT_EQ(next.spooled(), 0u);
