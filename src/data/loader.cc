@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstring>
@@ -196,6 +197,7 @@ class Loader::Impl {
     }
     end_global_ = options_.num_epochs < 0 ? INT64_MAX : options_.num_epochs * batches_per_epoch_;
     batch_bytes_ = options_.batch_size * static_cast<int64_t>(transformer_->output_floats() * sizeof(float));
+    if (options_.cache) MakeCache();
   }
 
   ~Impl() { StopWorkers(); }
@@ -655,6 +657,22 @@ class Loader::Impl {
       const int64_t row = plan.order[pending.begin + i];
       const size_t u = UnitOf(row);
       const Unit& unit = units_[u];
+      bool claimed = false;  // this thread fills the row's cache entry
+      if (cache_) {
+        std::atomic<uint8_t>& state = cache_->state[row];
+        uint8_t seen = state.load(std::memory_order_acquire);
+        if (seen == kCached || seen == kCorrupt) {
+          ++(*used)[static_cast<int>(u)];
+          if (seen == kCorrupt) continue;  // skipped, and counted, the first time
+          std::memcpy(batch.images.data() + static_cast<size_t>(i) * floats, cache_->images.get() + static_cast<size_t>(row) * floats,
+                      floats * sizeof(float));
+          if (label_index_ >= 0) batch.labels[i] = cache_->labels[row];
+          batch.ids[i] = cache_->ids[row];
+          pending.kept[i] = 1;
+          continue;
+        }
+        claimed = seen == kEmpty && state.compare_exchange_strong(seen, kWriting, std::memory_order_acq_rel);
+      }
       if (static_cast<int>(u) != last_unit) {
         loaded = GetUnit(static_cast<int>(u));
         last_unit = static_cast<int>(u);
@@ -676,7 +694,11 @@ class Loader::Impl {
         transformer_->Apply(image, MixSeed(options_.seed, plan.epoch, static_cast<uint64_t>(row), 0x7f),
                             batch.images.data() + static_cast<size_t>(i) * floats);
       } catch (const Error& e) {
-        if (options_.on_corrupt == OnCorrupt::kSkip) continue;
+        if (options_.on_corrupt == OnCorrupt::kSkip) {
+          if (claimed) cache_->state[row].store(kCorrupt, std::memory_order_release);
+          continue;
+        }
+        if (claimed) cache_->state[row].store(kEmpty, std::memory_order_release);
         std::string which = id_index_ >= 0 ? "row id " + std::to_string(id)
                                            : "row " + std::to_string(r) + " of row group " + std::to_string(unit.row_group);
         throw WithContext(e, "table '" + options_.table + "', " + Reader(unit.file)->where() + ", " + which);
@@ -684,7 +706,45 @@ class Loader::Impl {
       if (label_index_ >= 0) batch.labels[i] = IntegerAt(columns[label_index_], r);
       batch.ids[i] = id;
       pending.kept[i] = 1;
+      if (claimed) {
+        std::memcpy(cache_->images.get() + static_cast<size_t>(row) * floats, batch.images.data() + static_cast<size_t>(i) * floats,
+                    floats * sizeof(float));
+        cache_->labels[row] = batch.labels[i];
+        cache_->ids[row] = id;
+        cache_->state[row].store(kCached, std::memory_order_release);
+      }
     }
+  }
+
+  // The decoded rows (LoaderOptions::cache), by position in the loader's row order. A row's
+  // state goes from empty to being written (claimed by one worker) to cached or corrupt; readers
+  // take only cached rows, so no two threads touch a row's floats at once.
+  enum RowState : uint8_t { kEmpty = 0, kWriting = 1, kCached = 2, kCorrupt = 3 };
+  struct Cache {
+    std::unique_ptr<float[]> images;
+    std::vector<int64_t> labels, ids;
+    std::unique_ptr<std::atomic<uint8_t>[]> state;
+  };
+
+  void MakeCache() {
+    const TransformOptions& t = options_.transform;
+    if (t.random_resized_crop > 0 || t.horizontal_flip) {
+      throw InvalidError("the loader's cache keeps transformed images, so it needs a transform without randomness; "
+                         "this one has a random resized crop or a flip");
+    }
+    const size_t floats = transformer_->output_floats();
+    const int64_t bytes = rows_ * static_cast<int64_t>(floats * sizeof(float));
+    if (bytes > options_.cache_max_bytes) {
+      throw InvalidError("caching table '" + options_.table + "' takes " + std::to_string(bytes >> 20) + " MiB (" +
+                         std::to_string(rows_) + " rows of " + std::to_string(floats) + " floats), more than cache_max_bytes (" +
+                         std::to_string(options_.cache_max_bytes >> 20) + " MiB)");
+    }
+    cache_ = std::make_unique<Cache>();
+    cache_->images.reset(new float[static_cast<size_t>(rows_) * floats]);
+    cache_->labels.assign(static_cast<size_t>(rows_), -1);
+    cache_->ids.assign(static_cast<size_t>(rows_), -1);
+    cache_->state.reset(new std::atomic<uint8_t>[static_cast<size_t>(rows_)]);
+    for (int64_t r = 0; r < rows_; ++r) cache_->state[r].store(kEmpty, std::memory_order_relaxed);
   }
 
   void DecodeRow(std::string_view bytes, Image* image) const {
@@ -705,6 +765,7 @@ class Loader::Impl {
   }
 
   LoaderOptions options_;
+  std::unique_ptr<Cache> cache_;
   delta::Snapshot snapshot_;
   json description_;
   std::string codec_;

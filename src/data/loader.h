@@ -53,6 +53,12 @@ struct LoaderOptions {
   int64_t num_epochs = 1;         ///< -1: endless
   OnCorrupt on_corrupt = OnCorrupt::kError;
   TransformOptions transform;     ///< mean/std default to the description's when empty
+  /// Keep each row's decoded, transformed image (and label, id) in memory the first time it is
+  /// read; later epochs copy from memory and read no files and decode nothing. Needs a transform
+  /// without randomness (no random resized crop, no flip), and the table's rows x image floats
+  /// x 4 bytes within cache_max_bytes.
+  bool cache = false;
+  int64_t cache_max_bytes = int64_t{4} << 30;
 };
 
 /// Storage for batches of images, reused once a batch is dropped: a fresh buffer per batch of

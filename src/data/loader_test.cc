@@ -235,6 +235,47 @@ TEST_F(LoaderTest, ThreadsAndMemoryBoundDoNotChangeTheSequence) {
   }
 }
 
+TEST_F(LoaderTest, ACachedLoaderReturnsTheSameBatchesAndReadsTheTableOnce) {
+  std::string table = MakeTable("t", 150, 20);  // 8 row groups
+  LoaderOptions options = Options(table);
+  options.num_epochs = 4;
+  options.rank = 1;
+  options.world_size = 2;  // a rank's share moves between epochs: every row gets cached
+  options.threads = 3;
+  options.prefetch = 6;    // workers run into the next epoch while rows are being written
+  Loader plain(options);
+  std::vector<Batch> a = Drain(plain);
+  options.cache = true;
+  Loader cached(options);
+  std::vector<Batch> b;
+  int64_t groups_after_first_epochs = 0;
+  while (auto batch = cached.Next()) {
+    b.push_back(std::move(*batch));
+    if (b.back().epoch == 2 && b.back().index == 0) groups_after_first_epochs = cached.stats().row_groups_read;
+  }
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    EXPECT_EQ(a[i].ids, b[i].ids) << "batch " << i;
+    EXPECT_EQ(a[i].labels, b[i].labels) << "batch " << i;
+    EXPECT_TRUE(std::equal(a[i].images.begin(), a[i].images.end(), b[i].images.begin(), b[i].images.end())) << "batch " << i;
+  }
+  // Epochs 0 and 1 cover the table (both halves); later epochs read nothing more.
+  EXPECT_GT(groups_after_first_epochs, 0);
+  EXPECT_EQ(cached.stats().row_groups_read, groups_after_first_epochs);
+  EXPECT_LT(cached.stats().row_groups_read, plain.stats().row_groups_read);
+
+  options.transform.horizontal_flip = true;
+  EXPECT_THROW(Loader{options}, Error);  // a random transform cannot be cached
+  options.transform.horizontal_flip = false;
+  options.cache_max_bytes = 1000;
+  try {
+    Loader too_big(options);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("cache_max_bytes"), std::string::npos) << e.what();
+  }
+}
+
 TEST_F(LoaderTest, PredicateSelectsRowsAndEndlessEpochsKeepGoing) {
   std::string table = MakeTable("t", 100, 30);
   LoaderOptions options = Options(table);

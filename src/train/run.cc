@@ -70,6 +70,7 @@ json Defaults() {
         {"threads", 2},
         {"prefetch", 0},
         {"shuffle_buffer", 1024},
+        {"cache", false},
         {"flip", false},
         {"random_resized_crop", 0},
         {"resize", 0},
@@ -255,6 +256,7 @@ class TableData : public DataModule {
     if (train) {
       o.transform.horizontal_flip = Value<bool>(c_, "flip", "data");
       o.transform.random_resized_crop = Value<int>(c_, "random_resized_crop", "data");
+      o.cache = Value<bool>(c_, "cache", "data");  // the train loader lives across epochs
     }
     return o;
   }

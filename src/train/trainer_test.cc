@@ -103,6 +103,19 @@ TEST_F(TrainerTest, ResumingMidEpochEndsWithTheWeightsOfAnUninterruptedRun) {
   EXPECT_DOUBLE_EQ(out["test_acc"].get<double>(), whole["test_acc"].get<double>());
 }
 
+TEST_F(TrainerTest, CachingTheTrainTableChangesNothingButTheWork) {
+  nlohmann::json plain = Config("plain");
+  plain["tracking"] = {{"enabled", false}};
+  nlohmann::json cached = Config("cached");
+  cached["tracking"] = {{"enabled", false}};
+  cached["data"]["cache"] = true;
+  cached["data"]["threads"] = 2;
+  nlohmann::json a = RunTrain(plain), b = RunTrain(cached);
+  EXPECT_EQ(a["train_loss"], b["train_loss"]);
+  EXPECT_EQ(a["test_acc"], b["test_acc"]);
+  EXPECT_EQ(a["global_step"], b["global_step"]);
+}
+
 TEST_F(TrainerTest, ARunIsTrackedAndItsModelRegistered) {
   nlohmann::json config = Config("tracked");
   config["tracking"] = {{"experiment", "tests"}, {"run_name", "mlp"}, {"register_model", "digits"}};
