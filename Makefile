@@ -72,7 +72,7 @@ bench-train: deps
 	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release -DSHOAL_BUILD_BENCHMARKS=ON $(CMAKE_FLAGS)
 	cmake --build $(BUILD) -j $(JOBS) --target shoal shoal-torch shoal_train_overhead
 	/usr/bin/python3 bench/train_compare.py $(BUILD)
-	$(BUILD)/bench/shoal_train_overhead $(BUILD)/bench-data/fmnist-train-png --epochs 2
+	$(BUILD)/bench/shoal_train_overhead $(BUILD)/bench-data/fmnist-train-png --epochs 3
 
 bench-dist: deps
 	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release -DSHOAL_BUILD_BENCHMARKS=ON $(CMAKE_FLAGS)

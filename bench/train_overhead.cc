@@ -3,12 +3,17 @@
 // clock starts. The Trainer reads the table through the loader with its cache on: its first
 // epoch decodes (and is not counted, as the raw loop's decoding is not), later epochs copy
 // shuffled rows from memory while it logs and runs its callbacks. No validation, no checkpoints.
-// The raw loop runs before and after the Trainer, and its mean counts (the machine is noisy).
-// Prints one JSON line.
+// The machine is noisy, so the two alternate: after each Trainer epoch, a callback runs one raw
+// epoch (its own model and optimizer), and each pair of neighbours gives a ratio; the median
+// ratio and the ratio of the sums are printed, as one JSON line.
 //   shoal_train_overhead TABLE [--epochs N] [--batch-size N]
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <chrono>
+#include <functional>
+#include <string>
+#include <vector>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -50,15 +55,20 @@ double Since(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
 }
 
-// Each training epoch's seconds, from its start to its end.
-class EpochTimer : public shoal::train::Callback {
+// Each training epoch's seconds, from its start to its end; then one raw epoch, timed apart.
+class Alternate : public shoal::train::Callback {
  public:
-  std::string name() const override { return "EpochTimer"; }
+  explicit Alternate(std::function<double()> raw_epoch) : raw_epoch_(std::move(raw_epoch)) {}
+  std::string name() const override { return "Alternate"; }
   void on_train_epoch_start(shoal::train::Trainer&) override { start_ = std::chrono::steady_clock::now(); }
-  void on_train_epoch_end(shoal::train::Trainer&) override { seconds.push_back(Since(start_)); }
-  std::vector<double> seconds;
+  void on_train_epoch_end(shoal::train::Trainer&) override {
+    trainer.push_back(Since(start_));
+    raw.push_back(raw_epoch_());
+  }
+  std::vector<double> trainer, raw;
 
  private:
+  std::function<double()> raw_epoch_;
   std::chrono::steady_clock::time_point start_;
 };
 
@@ -88,42 +98,49 @@ int main(int argc, char** argv) {
       shoal::data::Loader loader(o);
       while (auto b = loader.Next()) batches.push_back(shoal::train::ToTensors(std::move(*b)));
     }
+    auto raw_model = Model();
+    raw_model->train();
+    auto optimizer = raw_model->configure_optimizers();
     auto raw_epoch = [&] {
-      auto raw_model = Model();
-      raw_model->train();
-      auto optimizer = raw_model->configure_optimizers();
       auto start = std::chrono::steady_clock::now();
-      for (int e = 0; e < epochs; ++e) {
-        for (const auto& b : batches) {
-          at::Tensor loss = torch::nn::functional::cross_entropy(raw_model->forward(b.images), b.labels);
-          optimizer->zero_grad();
-          loss.backward();
-          optimizer->step();
-        }
+      for (const auto& b : batches) {
+        at::Tensor loss = torch::nn::functional::cross_entropy(raw_model->forward(b.images), b.labels);
+        optimizer->zero_grad();
+        loss.backward();
+        optimizer->step();
       }
-      return Since(start) / epochs;
+      return Since(start);
     };
-    const double raw_before = raw_epoch();
     // The Trainer on the same table, cached: epoch 0 fills the cache, epochs 1..N count.
     shoal::train::TrainerOptions t;
     t.max_epochs = epochs + 1;
     t.num_sanity_val_steps = 0;
     t.enable_progress_bar = false;
     t.seed = 42;
-    auto timer = std::make_shared<EpochTimer>();
-    shoal::train::Trainer trainer(t, {timer});
+    auto alternate = std::make_shared<Alternate>(raw_epoch);
+    shoal::train::Trainer trainer(t, {alternate});
     auto model = Model();
     o.cache = true;
     TableData data(o);
     trainer.fit(*model, data);
-    double framework = 0;
-    for (size_t e = 1; e < timer->seconds.size(); ++e) framework += timer->seconds[e];
-    framework /= static_cast<double>(timer->seconds.size() - 1);
-    const double raw_after = raw_epoch();
-    const double raw = (raw_before + raw_after) / 2;
-    std::printf("{\"raw_epoch_seconds\":%.3f,\"raw_before\":%.3f,\"raw_after\":%.3f,\"trainer_epoch_seconds\":%.3f,"
-                "\"trainer_first_epoch_seconds\":%.3f,\"overhead\":%.4f,\"batches\":%zu,\"epochs\":%d}\n",
-                raw, raw_before, raw_after, framework, timer->seconds.front(), framework / raw - 1, batches.size(), epochs);
+    std::vector<double> ratios;
+    double trainer_sum = 0, raw_sum = 0;
+    std::string pairs;
+    for (size_t e = 1; e < alternate->trainer.size(); ++e) {
+      // A Trainer epoch against the mean of the raw epochs before and after it.
+      const double raw = (alternate->raw[e - 1] + alternate->raw[e]) / 2;
+      ratios.push_back(alternate->trainer[e] / raw);
+      trainer_sum += alternate->trainer[e];
+      raw_sum += raw;
+      char pair[64];
+      std::snprintf(pair, sizeof pair, "%s[%.3f,%.3f]", pairs.empty() ? "" : ",", alternate->trainer[e], raw);
+      pairs += pair;
+    }
+    std::sort(ratios.begin(), ratios.end());
+    const double median = ratios.size() % 2 ? ratios[ratios.size() / 2] : (ratios[ratios.size() / 2 - 1] + ratios[ratios.size() / 2]) / 2;
+    std::printf("{\"trainer_vs_raw_seconds\":[%s],\"trainer_first_epoch_seconds\":%.3f,\"overhead_median\":%.4f,"
+                "\"overhead_of_sums\":%.4f,\"batches\":%zu,\"epochs\":%d}\n",
+                pairs.c_str(), alternate->trainer.front(), median - 1, trainer_sum / raw_sum - 1, batches.size(), epochs);
   } catch (const shoal::Error& e) {
     std::fprintf(stderr, "shoal_train_overhead: %s\n", e.what());
     return 1;
