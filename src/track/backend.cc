@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "track/mlflow_json.h"
 #include "util/error.h"
 
 namespace shoal::track {
@@ -67,12 +68,6 @@ std::string EncodePath(const std::string& path) {
   return out;
 }
 
-json KeyValueList(const std::map<std::string, std::string>& m) {
-  json out = json::array();
-  for (const auto& [k, v] : m) out.push_back({{"key", k}, {"value", v}});
-  return out;
-}
-
 std::map<std::string, std::string> KeyValueMap(const json& list) {
   std::map<std::string, std::string> out;
   if (!list.is_array()) return out;
@@ -87,18 +82,6 @@ int64_t Int(const json& j, const char* key) {
   if (it->is_number()) return it->get<int64_t>();
   if (it->is_string()) return std::strtoll(it->get<std::string>().c_str(), nullptr, 10);
   return 0;
-}
-
-double Value(const json& v) {
-  if (v.is_number()) return v.get<double>();
-  if (v.is_string()) {
-    const std::string s = v.get<std::string>();
-    if (s == "NaN") return NAN;
-    if (s == "Infinity") return INFINITY;
-    if (s == "-Infinity") return -INFINITY;
-    return std::strtod(s.c_str(), nullptr);
-  }
-  return NAN;
 }
 
 RunInfo ParseRunInfo(const json& j) {
@@ -191,7 +174,9 @@ class RestBackend : public Backend {
     r.info = ParseRunInfo(j["info"]);
     const json& data = j.contains("data") ? j["data"] : json::object();
     if (data.contains("metrics")) {
-      for (const json& m : data["metrics"]) r.metrics.push_back({m.value("key", ""), Value(m["value"]), Int(m, "timestamp"), Int(m, "step")});
+      for (const json& m : data["metrics"]) {
+        r.metrics.push_back({m.value("key", ""), MetricValueFromJson(m["value"]).value_or(NAN), Int(m, "timestamp"), Int(m, "step")});
+      }
     }
     r.params = KeyValueMap(data.value("params", json::array()));
     r.tags = KeyValueMap(data.value("tags", json::array()));
@@ -201,13 +186,7 @@ class RestBackend : public Backend {
   void LogBatch(const std::string& run_id, const std::vector<Metric>& metrics, const std::map<std::string, std::string>& params,
                 const std::map<std::string, std::string>& tags) override {
     json list = json::array();
-    for (const Metric& m : metrics) {
-      // JSON has no NaN or infinities; MLflow reads them as strings.
-      json value = std::isnan(m.value)   ? json("NaN")
-                   : std::isinf(m.value) ? json(m.value > 0 ? "Infinity" : "-Infinity")
-                                         : json(m.value);
-      list.push_back({{"key", m.key}, {"value", value}, {"timestamp", m.timestamp}, {"step", m.step}});
-    }
+    for (const Metric& m : metrics) list.push_back(ToJson(m));
     Call("POST", "runs/log-batch", {{"run_id", run_id}, {"metrics", list}, {"params", KeyValueList(params)}, {"tags", KeyValueList(tags)}});
   }
 

@@ -7,13 +7,30 @@ namespace shoal::track {
 
 using nlohmann::json;
 
-namespace {
+json MetricValueJson(double value) {
+  if (std::isnan(value)) return "NaN";
+  if (std::isinf(value)) return value > 0 ? "Infinity" : "-Infinity";
+  return value;
+}
 
-json KeyValues(const std::map<std::string, std::string>& m) {
+std::optional<double> MetricValueFromJson(const json& value) {
+  if (value.is_number()) return value.get<double>();
+  if (value.is_string()) {
+    const std::string& s = value.get_ref<const std::string&>();
+    if (s == "NaN") return NAN;
+    if (s == "Infinity") return INFINITY;
+    if (s == "-Infinity") return -INFINITY;
+  }
+  return std::nullopt;
+}
+
+json KeyValueList(const std::map<std::string, std::string>& m) {
   json out = json::array();
   for (const auto& [k, v] : m) out.push_back({{"key", k}, {"value", v}});
   return out;
 }
+
+namespace {
 
 // A JSON string: quotes, backslashes and control characters escaped as nlohmann::json's dump()
 // does; well-formed UTF-8 kept, each byte of a malformed sequence replaced by U+FFFD.
@@ -185,13 +202,11 @@ json ToJson(const Experiment& e) {
   return {{"experiment_id", e.experiment_id},   {"name", e.name},
           {"artifact_location", e.artifact_location}, {"lifecycle_stage", e.lifecycle_stage},
           {"creation_time", e.creation_time},   {"last_update_time", e.last_update_time},
-          {"tags", KeyValues(e.tags)}};
+          {"tags", KeyValueList(e.tags)}};
 }
 
 json ToJson(const Metric& m) {
-  // MLflow writes NaN and infinities as strings in JSON.
-  json value = std::isnan(m.value) ? json("NaN") : std::isinf(m.value) ? json(m.value > 0 ? "Infinity" : "-Infinity") : json(m.value);
-  return {{"key", m.key}, {"value", value}, {"timestamp", m.timestamp}, {"step", m.step}};
+  return {{"key", m.key}, {"value", MetricValueJson(m.value)}, {"timestamp", m.timestamp}, {"step", m.step}};
 }
 
 json ToJson(const RunInfo& r) {
@@ -211,7 +226,7 @@ json ToJson(const RunInfo& r) {
 json ToJson(const Run& r) {
   json metrics = json::array();
   for (const Metric& m : r.metrics) metrics.push_back(ToJson(m));
-  return {{"info", ToJson(r.info)}, {"data", {{"metrics", metrics}, {"params", KeyValues(r.params)}, {"tags", KeyValues(r.tags)}}}};
+  return {{"info", ToJson(r.info)}, {"data", {{"metrics", metrics}, {"params", KeyValueList(r.params)}, {"tags", KeyValueList(r.tags)}}}};
 }
 
 json ToJson(const ModelVersion& v) {

@@ -4,9 +4,20 @@
 
 #include <nlohmann/json.hpp>
 
+#include <map>
+#include <optional>
+#include <string>
+
 #include "track/store.h"
 
 namespace shoal::track {
+
+/// A metric value as MLflow writes it: a number, or "NaN", "Infinity", "-Infinity" (JSON has no
+/// literal for them); and back (nullopt for anything else).
+nlohmann::json MetricValueJson(double value);
+std::optional<double> MetricValueFromJson(const nlohmann::json& value);
+/// [{"key", "value"}, ...], MLflow's form for params and tags.
+nlohmann::json KeyValueList(const std::map<std::string, std::string>& m);
 
 nlohmann::json ToJson(const Experiment& e);
 nlohmann::json ToJson(const Metric& m);

@@ -77,13 +77,7 @@ int64_t Int(const json& req, const char* key, int64_t fallback) {
 }
 
 double Number(const json& v, const std::string& what) {
-  if (v.is_number()) return v.get<double>();
-  if (v.is_string()) {
-    const std::string s = v.get<std::string>();
-    if (s == "NaN") return NAN;
-    if (s == "Infinity") return INFINITY;
-    if (s == "-Infinity") return -INFINITY;
-  }
+  if (std::optional<double> x = MetricValueFromJson(v)) return *x;
   Bad("Invalid value for " + what + ": expected a number, got " + v.dump());
 }
 

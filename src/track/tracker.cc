@@ -14,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "track/mlflow_json.h"
 #include "util/error.h"
 #include "util/file.h"
 
@@ -40,11 +41,7 @@ struct Tracker::Op {
   }
   std::string ToLine() const {
     json metric_list = json::array();
-    for (const Metric& m : metrics) {
-      // NaN and infinities as text: JSON has no literal for them.
-      json value = std::isfinite(m.value) ? json(m.value) : json(std::isnan(m.value) ? "NaN" : m.value > 0 ? "Infinity" : "-Infinity");
-      metric_list.push_back({m.key, value, m.timestamp, m.step});
-    }
+    for (const Metric& m : metrics) metric_list.push_back({m.key, MetricValueJson(m.value), m.timestamp, m.step});
     json j = {{"run_id", run_id}, {"metrics", metric_list}, {"params", params}, {"tags", tags}};
     if (!status.empty()) j.update({{"status", status}, {"end_time", end_time}});
     return j.dump() + "\n";
@@ -54,9 +51,9 @@ struct Tracker::Op {
     Op op;
     op.run_id = j.at("run_id").get<std::string>();
     for (const json& m : j.at("metrics")) {
-      const json& v = m.at(1);
-      const double value = v.is_number() ? v.get<double>() : v == "NaN" ? NAN : v == "Infinity" ? INFINITY : -INFINITY;
-      op.metrics.push_back({m.at(0).get<std::string>(), value, m.at(2).get<int64_t>(), m.at(3).get<int64_t>()});
+      const std::optional<double> value = MetricValueFromJson(m.at(1));
+      if (!value) throw InvalidError("a spooled metric value is " + m.at(1).dump());
+      op.metrics.push_back({m.at(0).get<std::string>(), *value, m.at(2).get<int64_t>(), m.at(3).get<int64_t>()});
     }
     op.params = j.at("params").get<std::map<std::string, std::string>>();
     op.tags = j.at("tags").get<std::map<std::string, std::string>>();
@@ -216,6 +213,21 @@ Tracker::~Tracker() {
   writer_.join();
 }
 
+// Sends `op` with the lock released around the network call.
+Tracker::Outcome Tracker::Send(const Op& op, std::unique_lock<std::mutex>& lock) {
+  Outcome out;
+  lock.unlock();
+  try {
+    op.Send(*backend_);
+  } catch (const Error& e) {
+    out = {std::current_exception(), e.what(), e.code() == ErrorCode::kUnavailable};
+  } catch (const std::exception& e) {
+    out = {std::current_exception(), e.what(), false};
+  }
+  lock.lock();
+  return out;
+}
+
 // Sends `op`, or spools it when the spool already holds older records (order) or the server is
 // unreachable. Called with the lock held; unlocks around the network call.
 void Tracker::Deliver(Op op, std::unique_lock<std::mutex>& lock, bool sync) {
@@ -223,30 +235,16 @@ void Tracker::Deliver(Op op, std::unique_lock<std::mutex>& lock, bool sync) {
     spool_->Append(op.ToLine());
     return;
   }
-  std::string error;
-  bool unavailable = false;
-  lock.unlock();
-  try {
-    op.Send(*backend_);
-  } catch (const Error& e) {
-    error = e.what();
-    unavailable = e.code() == ErrorCode::kUnavailable;
-    if (sync && !(unavailable && spool_)) {
-      lock.lock();
-      throw;
-    }
-  } catch (const std::exception& e) {
-    error = e.what();
-  }
-  lock.lock();
-  if (error.empty()) return;
-  if (unavailable && spool_) {
-    if (spool_->empty()) std::cerr << "shoal: warning: " << error << "; spooling to " << spool_->dir() << " and retrying\n";
+  const Outcome sent = Send(op, lock);
+  if (!sent.error) return;
+  if (sent.unavailable && spool_) {
+    if (spool_->empty()) std::cerr << "shoal: warning: " << sent.message << "; spooling to " << spool_->dir() << " and retrying\n";
     spool_->Append(op.ToLine());
     changed_.notify_all();
     return;
   }
-  if (failure_.empty()) failure_ = "tracking (" + backend_->Describe() + "): " + error;
+  if (sync) std::rethrow_exception(sent.error);
+  if (failure_.empty()) failure_ = "tracking (" + backend_->Describe() + "): " + sent.message;
 }
 
 // Sends spooled records, oldest first. True when the spool is empty.
@@ -262,20 +260,9 @@ bool Tracker::Replay(std::unique_lock<std::mutex>& lock) {
       spool_->Pop(line.size() + 1);
       continue;
     }
-    std::string error;
-    bool unavailable = false;
-    lock.unlock();
-    try {
-      op.Send(*backend_);
-    } catch (const Error& e) {
-      error = e.what();
-      unavailable = e.code() == ErrorCode::kUnavailable;
-    } catch (const std::exception& e) {
-      error = e.what();
-    }
-    lock.lock();
-    if (unavailable) return false;
-    if (!error.empty() && failure_.empty()) failure_ = "tracking (" + backend_->Describe() + "), a spooled record: " + error;
+    const Outcome sent = Send(op, lock);
+    if (sent.unavailable) return false;
+    if (sent.error && failure_.empty()) failure_ = "tracking (" + backend_->Describe() + "), a spooled record: " + sent.message;
     spool_->Pop(line.size() + 1);  // sent, or refused for good
   }
   std::cerr << "shoal: tracking: the spooled records reached " << backend_->Describe() << "\n";

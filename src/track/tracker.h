@@ -14,6 +14,7 @@
 
 #include <condition_variable>
 #include <deque>
+#include <exception>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -67,6 +68,12 @@ class Tracker {
 
  private:
   struct Op;
+  struct Outcome {
+    std::exception_ptr error;  ///< null: sent
+    std::string message;
+    bool unavailable = false;  ///< the server could not be reached: a retry may help
+  };
+  Outcome Send(const Op& op, std::unique_lock<std::mutex>& lock);
   void Writer();
   /// `sync`: the caller waits for this write (params, tags, status), so a refusal is thrown to
   /// it with its category rather than kept for the next call.
