@@ -343,32 +343,27 @@ Run Tracker::GetRun() {
   return backend_->GetRun(run_id_);
 }
 
-void Tracker::LogParams(const std::map<std::string, std::string>& params) {
+void Tracker::LogParams(const std::map<std::string, std::string>& params) { SendKeyValues(params, /*tags=*/false); }
+
+void Tracker::SetTags(const std::map<std::string, std::string>& tags) { SendKeyValues(tags, /*tags=*/true); }
+
+// Params or tags, sent at once, in batches within MLflow's limit (100 of either a batch).
+void Tracker::SendKeyValues(const std::map<std::string, std::string>& values, bool tags) {
   RequireRun();
   CheckFailure();
   std::unique_lock<std::mutex> lock(mutex_);
   Op op;
   op.run_id = run_id_;
-  for (const auto& kv : params) {
-    op.params.insert(kv);
-    if (op.params.size() == kMaxBatchParams) {
+  auto& chunk = tags ? op.tags : op.params;
+  const size_t limit = tags ? kMaxBatchTags : kMaxBatchParams;
+  for (const auto& kv : values) {
+    chunk.insert(kv);
+    if (chunk.size() == limit) {
       Deliver(op, lock, /*sync=*/true);
-      op.params.clear();
+      chunk.clear();
     }
   }
-  if (!op.params.empty()) Deliver(std::move(op), lock, /*sync=*/true);
-  lock.unlock();
-  CheckFailure();
-}
-
-void Tracker::SetTags(const std::map<std::string, std::string>& tags) {
-  RequireRun();
-  CheckFailure();
-  std::unique_lock<std::mutex> lock(mutex_);
-  Op op;
-  op.run_id = run_id_;
-  op.tags = tags;
-  Deliver(std::move(op), lock, /*sync=*/true);
+  if (!chunk.empty()) Deliver(std::move(op), lock, /*sync=*/true);
   lock.unlock();
   CheckFailure();
 }

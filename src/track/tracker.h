@@ -79,6 +79,7 @@ class Tracker {
   /// it with its category rather than kept for the next call.
   void Deliver(Op op, std::unique_lock<std::mutex>& lock, bool sync = false);
   bool Replay(std::unique_lock<std::mutex>& lock);
+  void SendKeyValues(const std::map<std::string, std::string>& values, bool tags);
   void CheckFailure();
   void RequireRun() const;
 

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <thread>
 
@@ -22,6 +23,9 @@ TEST(TrackerTest, MetricsLoggedAsynchronouslyAreAllStoredAtRunEnd) {
     Tracker tracker(store, /*queue_limit=*/64);  // small: LogMetric meets backpressure
     run = tracker.StartRun("exp", "r1", {{"source", "test"}});
     tracker.LogParams({{"lr", "0.1"}, {"batch", "32"}});
+    std::map<std::string, std::string> many;  // more than one batch holds (100)
+    for (int i = 0; i < 250; ++i) many["tag." + std::to_string(i)] = std::to_string(i);
+    tracker.SetTags(many);
     std::thread other([&] {
       for (int i = 0; i < 2500; ++i) tracker.LogMetric("b", i, i);
     });
@@ -33,6 +37,8 @@ TEST(TrackerTest, MetricsLoggedAsynchronouslyAreAllStoredAtRunEnd) {
   track::Run r = store->GetRun(run);
   EXPECT_EQ(r.info.status, "FINISHED");
   EXPECT_EQ(r.params.at("batch"), "32");
+  EXPECT_EQ(r.tags.at("tag.249"), "249");
+  EXPECT_EQ(std::count_if(r.tags.begin(), r.tags.end(), [](const auto& kv) { return kv.first.rfind("tag.", 0) == 0; }), 250);
   EXPECT_EQ(store->GetMetricHistory(run, "a").size(), 2500u);
   EXPECT_EQ(store->GetMetricHistory(run, "b").size(), 2500u);
   ASSERT_EQ(r.metrics.size(), 2u);
