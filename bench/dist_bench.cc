@@ -21,6 +21,7 @@
 #include "dist/grad_sync.h"
 #include "dist/process_group.h"
 #include "models/zoo.h"
+#include "util/memory.h"
 
 namespace {
 
@@ -100,14 +101,28 @@ int Main(int argc, char** argv) {
       shoal::dist::BroadcastModel(*group, *s.net, &optimizer);
       sync = std::make_unique<shoal::dist::GradientSync>(group, Trainable(*s.net));
     }
+    // Where a step's time goes, summed over the timed steps: forward and backward, waiting in
+    // GradientSync::Finish, the optimizer.
+    double compute_s = 0, finish_s = 0, optimizer_s = 0;
     auto step = [&] {
+      auto t0 = Clock::now();
       optimizer.zero_grad();
-      if (sync) sync->Prepare(true);
-      torch::nn::functional::cross_entropy(s.net->forward(s.images), s.labels).backward();
+      at::Tensor loss = torch::nn::functional::cross_entropy(s.net->forward(s.images), s.labels);
+      if (sync) {
+        sync->Prepare(true);
+        loss = sync->ScaleLoss(loss);  // as the Trainer does
+      }
+      loss.backward();
+      auto t1 = Clock::now();
       if (sync) sync->Finish();
+      auto t2 = Clock::now();
       optimizer.step();
+      compute_s += std::chrono::duration<double>(t1 - t0).count();
+      finish_s += std::chrono::duration<double>(t2 - t1).count();
+      optimizer_s += Since(t2);
     };
     for (int i = 0; i < 3; ++i) step();  // warm up
+    compute_s = finish_s = optimizer_s = 0;
     if (group) group->Barrier("start");
     auto start = Clock::now();
     for (int i = 0; i < steps; ++i) step();
@@ -117,6 +132,9 @@ int Main(int argc, char** argv) {
     out["steps"] = steps;
     out["seconds"] = t;
     out["samples_per_s"] = static_cast<double>(world * batch * steps) / t;
+    out["ms_per_step"] = {{"compute", compute_s * 1e3 / steps},
+                          {"finish", finish_s * 1e3 / steps},
+                          {"optimizer", optimizer_s * 1e3 / steps}};
   } else if (mode == "bandwidth" || mode == "overlap") {
     if (!group) throw std::runtime_error(mode + " needs 2 or more ranks (run it under shoal launch)");
     const int reps = std::stoi(Arg(argc, argv, "--reps", "10"));
@@ -140,6 +158,7 @@ int Main(int argc, char** argv) {
       } else {
         loss = torch::nn::functional::cross_entropy(s.net->forward(s.images), s.labels);
       }
+      loss = sync.ScaleLoss(loss);  // as the Trainer does, in every pass
       loss.backward();
       if (synced) sync.Finish();
     };
@@ -196,6 +215,7 @@ int Main(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  shoal::TuneAllocatorForBatches();  // as shoal train: a step's tensors are reused heap, not fresh pages
   try {
     return Main(argc, argv);
   } catch (const std::exception& e) {

@@ -7,7 +7,8 @@ Builds (once, under BUILD/bench-data) two tables with `shoal ingest fashion-mnis
 training images as 28x28 PNG, and the 10,000 test images resized to 224x224 JPEG. Exports their
 bytes for the peer (bench/loader_peer.py), then per round and case runs, one after another:
 the decode bound (BUILD/bench/shoal_decode_bound: the same bytes decoded in a tight loop on the
-same threads), `shoal data bench`, and the peer, sampling the resident memory of each process
+same threads; for the JPEG case also only the windows the loader's crops read, the loader's own
+decoding), `shoal data bench`, and the peer, sampling the resident memory of each process
 tree every 50 ms. Prints a Markdown table for docs/benchmarks.md.
 """
 import argparse
@@ -160,16 +161,20 @@ def main():
     cases.append({
         "name": "224x224 JPEG as RGB, random resized crop + flip + normalize",
         "bound": [bound, jpeg, "--threads", t, "--seconds", "2"],
+        # The loader decodes only the part of each JPEG its crop reads: its own decode cost.
+        "window bound": [bound, jpeg, "--threads", t, "--seconds", "2", "--crop-window", "224"],
         "shoal": [shoal, "data", "bench", jpeg, "--batch-size", "256", "--threads", t, "--epochs", "1",
                   "--channels", "3", "--random-resized-crop", "224", "--flip"],
         "peer": [sys.executable, os.path.join(HERE, "loader_peer.py"), jpeg + ".bin", "--mean", mean, "--std", std,
                  "--channels", "3", "--random-resized-crop", "224", "--flip", "--batch-size", "256",
                  "--workers", t, "--epochs", "1"],
     })
-    results = {c["name"]: {"bound": [], "shoal": [], "peer": []} for c in cases}
+    results = {c["name"]: {e: [] for e in ("bound", "window bound", "shoal", "peer") if e in c} for c in cases}
     for r in range(a.rounds):
         for c in cases:
-            order = ["bound", "shoal", "peer"] if r % 2 == 0 else ["peer", "shoal", "bound"]
+            order = [e for e in ("bound", "window bound", "shoal", "peer") if e in c]
+            if r % 2 == 1:
+                order.reverse()
             for engine in order:
                 print(f"round {r + 1}/{a.rounds}: {c['name']}: {engine} ...", file=sys.stderr)
                 results[c["name"]][engine].append(measured(c[engine]))
@@ -189,6 +194,13 @@ def main():
         qpss = min(x["peak_pss_mib"] for x in res["peer"])
         print(f"| {c['name']} | {s:.0f} | {q:.0f} | {s / q:.2f}x | {b:.0f} | {s / b:.0%} | {srss:.0f} | {qrss:.0f} "
               f"| {srss / qrss:.2f} | {qpss:.0f} |")
+    for c in cases:
+        res = results[c["name"]]
+        if "window bound" in res:
+            s = max(x["samples_per_s"] for x in res["shoal"])
+            w = max(x["samples_per_s"] for x in res["window bound"])
+            print(f"\n{c['name']}: decoding only the crop windows, as the loader does, in the same tight loop: "
+                  f"{w:.0f} samples/s; the loader reaches {s / w:.0%} of that.")
     first = results[cases[0]["name"]]["shoal"][0]
     print("\nshoal RSS at the end of each epoch of the PNG case (MiB): " +
           ", ".join(f"{e['rss_mib']:.0f}" for e in first["epochs"]))

@@ -1,10 +1,13 @@
 #include "data/image_codec.h"
 
+#include <jpeglib.h>
 #include <png.h>
 #include <turbojpeg.h>
 
 #include <algorithm>
 #include <cmath>
+#include <csetjmp>
+#include <cstdio>
 #include <cstring>
 #include <memory>
 
@@ -73,7 +76,145 @@ void DecodeJpeg(std::string_view bytes, int channels, Image* image) {
   }
 }
 
+// libjpeg's own interface, for decoding part of an image (TurboJPEG 2.1 has no cropping).
+// libjpeg reports errors by calling error_exit, which must not return: it jumps back to the
+// decode, in a frame that holds no C++ objects with destructors.
+struct JpegErrors {
+  jpeg_error_mgr manager;
+  std::jmp_buf jump;
+  bool warned = false;
+  char message[JMSG_LENGTH_MAX] = {};
+};
+
+void OnJpegError(j_common_ptr cinfo) {
+  auto* errors = reinterpret_cast<JpegErrors*>(cinfo->err);
+  (*cinfo->err->format_message)(cinfo, errors->message);
+  std::longjmp(errors->jump, 1);
+}
+
+// A warning (such as data ending early) counts as corruption, as TurboJPEG reports it.
+void OnJpegMessage(j_common_ptr cinfo, int level) {
+  auto* errors = reinterpret_cast<JpegErrors*>(cinfo->err);
+  if (level < 0 && !errors->warned) {
+    errors->warned = true;
+    (*cinfo->err->format_message)(cinfo, errors->message);
+  }
+}
+
+struct JpegDecoder {
+  jpeg_decompress_struct cinfo;
+  JpegErrors errors;
+  JpegDecoder() {
+    cinfo.err = jpeg_std_error(&errors.manager);
+    errors.manager.error_exit = OnJpegError;
+    errors.manager.emit_message = OnJpegMessage;
+    jpeg_create_decompress(&cinfo);
+  }
+  ~JpegDecoder() { jpeg_destroy_decompress(&cinfo); }
+  JpegDecoder(const JpegDecoder&) = delete;
+  JpegDecoder& operator=(const JpegDecoder&) = delete;
+};
+
+// The window's geometry, decided between reading the header and the first row.
+struct JpegWindowPlan {
+  PixelRect want;
+  JDIMENSION x = 0, width = 0;
+  int first_row = 0, end_row = 0;
+};
+
+// Returns false with the decoder's message in `errors` when libjpeg failed. Only plain data
+// lives in this frame, so longjmp leaves nothing undestroyed.
+bool DecodeJpegWindow(JpegDecoder& d, const unsigned char* data, size_t size, int channels,
+                      const std::function<PixelRect(int, int)>& want, Image* image, ImageWindow* window,
+                      JpegWindowPlan* plan) {
+  jpeg_decompress_struct& c = d.cinfo;
+  d.errors.warned = false;
+  if (setjmp(d.errors.jump) != 0) {
+    jpeg_abort_decompress(&c);
+    return false;
+  }
+  jpeg_mem_src(&c, data, static_cast<unsigned long>(size));
+  jpeg_read_header(&c, TRUE);
+  if (c.image_width == 0 || c.image_height == 0 || c.image_width > 65535 || c.image_height > 65535) {
+    std::snprintf(d.errors.message, sizeof(d.errors.message), "JPEG of %ux%u is out of range", c.image_width, c.image_height);
+    jpeg_abort_decompress(&c);
+    return false;
+  }
+  const bool gray = channels == 1 || (channels == 0 && c.jpeg_color_space == JCS_GRAYSCALE);
+  c.out_color_space = gray ? JCS_GRAYSCALE : JCS_RGB;
+  c.dct_method = JDCT_ISLOW;
+  jpeg_start_decompress(&c);
+  const int full_width = static_cast<int>(c.output_width), full_height = static_cast<int>(c.output_height);
+  PixelRect r = want(full_width, full_height);
+  int x0 = std::clamp(r.x, 0, full_width - 1), y0 = std::clamp(r.y, 0, full_height - 1);
+  int x1 = std::clamp(r.x + std::max(r.width, 1), x0 + 1, full_width);
+  int y1 = std::clamp(r.y + std::max(r.height, 1), y0 + 1, full_height);
+  // Upsampled colour components blend neighbouring blocks: a margin of one block of the
+  // largest sampling keeps the window's own pixels as a whole decode gives them.
+  if (c.num_components > 1) {
+    const int margin = DCTSIZE * std::max(c.max_h_samp_factor, c.max_v_samp_factor);
+    x0 = std::max(0, x0 - margin);
+    y0 = std::max(0, y0 - margin);
+    x1 = std::min(full_width, x1 + margin);
+    y1 = std::min(full_height, y1 + margin);
+  }
+  plan->x = static_cast<JDIMENSION>(x0);
+  plan->width = static_cast<JDIMENSION>(x1 - x0);
+  if (plan->width < c.output_width) jpeg_crop_scanline(&c, &plan->x, &plan->width);  // widens to whole blocks
+  plan->first_row = y0;
+  plan->end_row = y1;
+  const int components = static_cast<int>(c.output_components);
+  const size_t stride = static_cast<size_t>(plan->width) * components;
+  image->width = static_cast<int>(plan->width);
+  image->height = y1 - y0;
+  image->channels = components;
+  // One row more than the window: the image's last row is read into it (below).
+  image->pixels.resize(stride * static_cast<size_t>(image->height + 1));
+  window->x = static_cast<int>(plan->x);
+  window->y = y0;
+  window->full_width = full_width;
+  window->full_height = full_height;
+  if (y0 > 0) jpeg_skip_scanlines(&c, static_cast<JDIMENSION>(y0));
+  while (static_cast<int>(c.output_scanline) < y1) {
+    JSAMPROW row = image->pixels.data() + stride * (c.output_scanline - static_cast<JDIMENSION>(y0));
+    jpeg_read_scanlines(&c, &row, 1);
+  }
+  // The rest is entropy-decoded without being drawn, so that damage anywhere is still found:
+  // skipping all of it would decode nothing, so the last row is read.
+  if (y1 < full_height) {
+    if (y1 + 1 < full_height) jpeg_skip_scanlines(&c, static_cast<JDIMENSION>(full_height - y1 - 1));
+    JSAMPROW row = image->pixels.data() + stride * static_cast<size_t>(image->height);
+    jpeg_read_scanlines(&c, &row, 1);
+  }
+  image->pixels.resize(stride * static_cast<size_t>(image->height));
+  jpeg_finish_decompress(&c);
+  return !d.errors.warned;
+}
+
 }  // namespace
+
+void DecodeImageWindowInto(std::string_view bytes, int channels, const std::function<PixelRect(int, int)>& want,
+                           Image* image, ImageWindow* window) {
+  if (channels != 0 && channels != 1 && channels != 3) {
+    throw InvalidError("cannot decode to " + std::to_string(channels) + " channels");
+  }
+  if (!IsJpeg(bytes)) {
+    DecodeImageInto(bytes, channels, image);
+    *window = ImageWindow{0, 0, image->width, image->height};
+    return;
+  }
+  thread_local JpegDecoder decoder;
+  JpegWindowPlan plan;
+  bool ok = false;
+  try {
+    ok = DecodeJpegWindow(decoder, reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size(), channels, want, image,
+                          window, &plan);
+  } catch (...) {  // from `want` or an allocation: leave the decoder ready for the next image
+    jpeg_abort_decompress(&decoder.cinfo);
+    throw;
+  }
+  if (!ok) throw InvalidError(std::string("corrupt JPEG: ") + decoder.errors.message);
+}
 
 std::string EncodePng(const Image& image) {
   CheckImage(image);

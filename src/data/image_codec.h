@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -27,6 +28,26 @@ Image DecodeImage(std::string_view bytes);
 /// The same into `image`, reusing its buffer; `channels` 1 or 3 converts to gray or RGB, 0
 /// decides as DecodeImage does.
 void DecodeImageInto(std::string_view bytes, int channels, Image* image);
+
+/// A rectangle of an image, in pixels.
+struct PixelRect {
+  int x = 0, y = 0, width = 0, height = 0;
+};
+
+/// Where a decoded window lies in its image: its top-left pixel, and the whole image's size.
+struct ImageWindow {
+  int x = 0, y = 0;
+  int full_width = 0, full_height = 0;
+};
+
+/// As DecodeImageInto, but a JPEG is decoded only as far as `want(width, height)` needs: the
+/// rows and the 8- or 16-pixel columns of blocks that cover the rectangle it returns (clamped to
+/// the image), given the image's size. `image` receives that window and `window` its place.
+/// The window's pixels are those a whole decode gives (blocks at a subsampled image's window
+/// edges are decoded with a margin for that). Every byte of the image is still read, so a
+/// damaged JPEG gives the same error as a whole decode. A PNG is decoded whole.
+void DecodeImageWindowInto(std::string_view bytes, int channels, const std::function<PixelRect(int, int)>& want,
+                           Image* image, ImageWindow* window);
 
 /// Bilinear resize to width x height (the same channel count).
 Image Resize(const Image& image, int width, int height);

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <map>
@@ -24,12 +25,14 @@ namespace shoal::data {
 
 using nlohmann::json;
 
-std::unique_ptr<float[]> BufferPool::Take(size_t floats, size_t* capacity) {
+void AlignedFree::operator()(float* p) const { std::free(p); }
+
+AlignedFloats BufferPool::Take(size_t floats, size_t* capacity) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     for (auto it = free_.begin(); it != free_.end(); ++it) {
       if (it->second >= floats) {
-        std::unique_ptr<float[]> buffer = std::move(it->first);
+        AlignedFloats buffer = std::move(it->first);
         *capacity = it->second;
         free_.erase(it);
         return buffer;
@@ -37,10 +40,13 @@ std::unique_ptr<float[]> BufferPool::Take(size_t floats, size_t* capacity) {
     }
   }
   *capacity = floats;
-  return std::unique_ptr<float[]>(new float[floats > 0 ? floats : 1]);
+  const size_t bytes = (std::max<size_t>(floats, 1) * sizeof(float) + 63) / 64 * 64;
+  AlignedFloats buffer(static_cast<float*>(std::aligned_alloc(64, bytes)));
+  if (!buffer) throw std::bad_alloc();
+  return buffer;
 }
 
-void BufferPool::Give(std::unique_ptr<float[]> buffer, size_t capacity) {
+void BufferPool::Give(AlignedFloats buffer, size_t capacity) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (free_.size() < keep_) free_.emplace_back(std::move(buffer), capacity);
 }
@@ -690,9 +696,18 @@ class Loader::Impl {
                                      : std::string_view(reinterpret_cast<const char*>(bytes_column.data.data()) +
                                                             r * bytes_column.field->type_length,
                                                         static_cast<size_t>(bytes_column.field->type_length));
-        DecodeRow(bytes, &image);
-        transformer_->Apply(image, MixSeed(options_.seed, plan.epoch, static_cast<uint64_t>(row), 0x7f),
-                            batch.images.data() + static_cast<size_t>(i) * floats);
+        const uint64_t seed = MixSeed(options_.seed, plan.epoch, static_cast<uint64_t>(row), 0x7f);
+        float* out = batch.images.data() + static_cast<size_t>(i) * floats;
+        if (codec_ != "raw" && transformer_->reads_part()) {
+          // A crop reads part of the image: a JPEG is decoded only that far.
+          ImageWindow window;
+          DecodeImageWindowInto(
+              bytes, 0, [&](int width, int height) { return transformer_->Needed(width, height, seed); }, &image, &window);
+          transformer_->Apply(image, &window, seed, out);
+        } else {
+          DecodeRow(bytes, &image);
+          transformer_->Apply(image, seed, out);
+        }
       } catch (const Error& e) {
         if (options_.on_corrupt == OnCorrupt::kSkip) {
           if (claimed) cache_->state[row].store(kCorrupt, std::memory_order_release);

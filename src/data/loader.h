@@ -61,20 +61,27 @@ struct LoaderOptions {
   int64_t cache_max_bytes = int64_t{4} << 30;
 };
 
+/// Float storage aligned to 64 bytes (a cache line), so that the transform can write whole lines
+/// with streaming stores.
+struct AlignedFree {
+  void operator()(float* p) const;
+};
+using AlignedFloats = std::unique_ptr<float[], AlignedFree>;
+
 /// Storage for batches of images, reused once a batch is dropped: a fresh buffer per batch of
 /// 224x224 RGB images costs a page fault per 4 KiB of it. Thread-safe.
 class BufferPool {
  public:
   explicit BufferPool(size_t keep) : keep_(keep) {}
   /// Storage for at least `floats` values: a kept buffer when one is large enough.
-  std::unique_ptr<float[]> Take(size_t floats, size_t* capacity);
+  AlignedFloats Take(size_t floats, size_t* capacity);
   /// Keeps `buffer` for reuse, or frees it when `keep` buffers are kept already.
-  void Give(std::unique_ptr<float[]> buffer, size_t capacity);
+  void Give(AlignedFloats buffer, size_t capacity);
 
  private:
   std::mutex mutex_;
   size_t keep_;
-  std::vector<std::pair<std::unique_ptr<float[]>, size_t>> free_;
+  std::vector<std::pair<AlignedFloats, size_t>> free_;
 };
 
 /// Float values in storage from a BufferPool, returned to it on destruction. Move-only.
@@ -101,7 +108,7 @@ class FloatBuffer {
 
  private:
   std::shared_ptr<BufferPool> pool_;
-  std::unique_ptr<float[]> data_;
+  AlignedFloats data_;
   size_t size_ = 0;
   size_t capacity_ = 0;
 };

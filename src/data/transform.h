@@ -62,7 +62,15 @@ class Transformer {
   /// Writes the transformed image, CHW float, to `out` (output_floats() values). `seed` drives
   /// the random crop and flip. Throws InvalidError when the image's size does not give the
   /// fixed output shape.
-  void Apply(const Image& image, uint64_t seed, float* out) const;
+  void Apply(const Image& image, uint64_t seed, float* out) const { Apply(image, nullptr, seed, out); }
+  /// The same for a window of the image (see DecodeImageWindowInto): `window` gives its place
+  /// in the whole image, which must hold Needed()'s rectangle; the result is the whole image's.
+  void Apply(const Image& image, const ImageWindow* window, uint64_t seed, float* out) const;
+
+  /// Whether Apply reads only part of an image (a crop), so decoding only that part pays.
+  bool reads_part() const { return options_.center_crop > 0 || options_.random_resized_crop > 0; }
+  /// The pixels Apply reads of a width x height image with this seed (in the image's channels).
+  PixelRect Needed(int width, int height, uint64_t seed) const;
 
  private:
   struct Region {

@@ -2,7 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdlib>
+#include <memory>
+#include <string>
 
 #include "data/preview.h"
 #include "util/error.h"
@@ -62,7 +66,9 @@ TEST(TransformTest, FlipMirrorsRowsAndDependsOnlyOnTheSeed) {
     EXPECT_EQ(out, Transform(t, image, seed));
     bool flip = out[0] != 0.0f;
     flipped += flip;
-    if (flip) EXPECT_FLOAT_EQ(out[0], 30 / 255.0f);  // the last pixel of row 0 comes first
+    if (flip) {
+      EXPECT_FLOAT_EQ(out[0], 30 / 255.0f);  // the last pixel of row 0 comes first
+    }
   }
   EXPECT_GT(flipped, 16);
   EXPECT_LT(flipped, 48);
@@ -127,6 +133,136 @@ TEST(TransformTest, ChannelConversion) {
   TransformOptions two;
   two.channels = 2;
   EXPECT_THROW(Transformer(two, {1, 2, 2}), Error);
+}
+
+// A picture with detail at every scale (so that a misplaced pixel shows), as a JPEG.
+std::string Photo(int w, int h, int channels) {
+  Image image{w, h, channels, {}};
+  for (int y = 0; y < h; ++y) {
+    for (int x = 0; x < w; ++x) {
+      for (int c = 0; c < channels; ++c) {
+        double v = 128 + 60 * std::sin(x * 0.37 + c) * std::cos(y * 0.23 - c) + 50 * std::sin((x + 2 * y) * 0.05 * (c + 1));
+        image.pixels.push_back(static_cast<uint8_t>(std::clamp(v + ((x * 7 + y * 13 + c) % 11), 0.0, 255.0)));
+      }
+    }
+  }
+  return EncodeJpeg(image, 90);
+}
+
+TEST(TransformTest, DecodingOnlyTheCropsWindowGivesWhatAWholeDecodeGives) {
+  // Gray (no upsampling) and colour (4:2:0, chroma upsampled across block edges), at sizes that
+  // are and are not whole blocks, through a random resized crop with flip and a centre crop.
+  struct Case {
+    int w, h, channels, out_channels;
+  };
+  for (Case c : {Case{224, 224, 1, 3}, Case{100, 75, 3, 3}, Case{37, 53, 1, 1}, Case{130, 90, 3, 1}}) {
+    const std::string jpeg = Photo(c.w, c.h, c.channels);
+    Image whole;
+    DecodeImageInto(jpeg, 0, &whole);
+    for (int mode = 0; mode < 2; ++mode) {
+      TransformOptions options;
+      options.channels = c.out_channels;
+      if (mode == 0) {
+        options.random_resized_crop = 24;
+        options.horizontal_flip = true;
+      } else {
+        options.center_crop = 20;
+      }
+      options.mean = {0.5f};
+      options.std = {0.25f};
+      Transformer t(options, {c.channels, c.h, c.w});
+      ASSERT_TRUE(t.reads_part());
+      int smaller = 0;
+      for (uint64_t seed = 0; seed < 150; ++seed) {
+        Image part;
+        ImageWindow window;
+        DecodeImageWindowInto(jpeg, 0, [&](int w, int h) { return t.Needed(w, h, seed); }, &part, &window);
+        ASSERT_EQ(window.full_width, c.w);
+        ASSERT_EQ(window.full_height, c.h);
+        if (part.width * part.height < c.w * c.h) ++smaller;
+        std::vector<float> expected = Transform(t, whole, seed), got(t.output_floats());
+        t.Apply(part, &window, seed, got.data());
+        ASSERT_EQ(got, expected) << c.w << "x" << c.h << "x" << c.channels << " mode " << mode << " seed " << seed
+                                 << " window " << window.x << "," << window.y << " " << part.width << "x" << part.height;
+      }
+      EXPECT_GT(smaller, 50) << "the window was rarely smaller than the image";
+    }
+  }
+}
+
+TEST(TransformTest, StreamedAndOrdinaryStoresGiveTheSameValues) {
+  // 224x224x3 floats to a line-aligned address go out as streaming stores (where the CPU has
+  // them); one float off, as ordinary stores. Both must give the same bits.
+  Image whole;
+  DecodeImageInto(Photo(224, 224, 1), 0, &whole);
+  TransformOptions options;
+  options.channels = 3;
+  options.random_resized_crop = 224;
+  options.horizontal_flip = true;
+  Transformer t(options, {1, 224, 224});
+  const size_t n = t.output_floats();
+  std::unique_ptr<float, decltype(&std::free)> buffer(static_cast<float*>(std::aligned_alloc(64, (n + 16) * sizeof(float))),
+                                                      &std::free);
+  for (uint64_t seed = 0; seed < 20; ++seed) {
+    t.Apply(whole, seed, buffer.get());
+    std::vector<float> aligned(buffer.get(), buffer.get() + n);
+    t.Apply(whole, seed, buffer.get() + 1);
+    ASSERT_EQ(std::vector<float>(buffer.get() + 1, buffer.get() + 1 + n), aligned) << "seed " << seed;
+  }
+}
+
+TEST(TransformTest, AWindowDecodeStillReadsAndChecksTheWholeJpeg) {
+  const std::string jpeg = Photo(64, 64, 3);
+  auto top_corner = [](int, int) { return PixelRect{0, 0, 4, 4}; };
+  Image part;
+  ImageWindow window;
+  // Cut short: the missing rows lie far below the window, and are still missed.
+  EXPECT_THROW(DecodeImageWindowInto(jpeg.substr(0, jpeg.size() * 2 / 3), 0, top_corner, &part, &window), Error);
+  // The decoder recovers for the next image.
+  DecodeImageWindowInto(jpeg, 0, top_corner, &part, &window);
+  EXPECT_LE(part.width, 32);
+  EXPECT_LE(part.height, 32);
+  // A transform that throws while planning leaves it ready too.
+  EXPECT_THROW(DecodeImageWindowInto(jpeg, 0, [](int, int) -> PixelRect { throw InvalidError("no"); }, &part, &window),
+               Error);
+  DecodeImageWindowInto(jpeg, 0, top_corner, &part, &window);
+  EXPECT_EQ(window.full_width, 64);
+  EXPECT_THROW(DecodeImageWindowInto("\xff\xd8 not a jpeg", 0, top_corner, &part, &window), Error);
+  // A window that misses what the transform reads is refused, not read out of bounds.
+  TransformOptions options;
+  options.center_crop = 40;
+  Transformer t(options, {3, 64, 64});
+  std::vector<float> out(t.output_floats());
+  EXPECT_THROW(t.Apply(part, &window, 1, out.data()), Error);
+}
+
+TEST(TransformTest, DamagedJpegsGiveErrorsInAWindowDecode) {
+  // Flipped bytes and cut files: each decodes or is an InvalidError, never a crash (the ASan
+  // build runs this too), and the decoder stays usable.
+  const std::string good = Photo(48, 40, 3);
+  SplitMix64 random(7);
+  Image part;
+  ImageWindow window;
+  int errors = 0;
+  for (int i = 0; i < 600; ++i) {
+    std::string bad = good;
+    if (i % 3 == 0) {
+      bad.resize(2 + random.Below(bad.size() - 2));
+    } else {
+      for (int k = 0; k < 1 + i % 4; ++k) bad[random.Below(bad.size())] = static_cast<char>(random.Next());
+    }
+    const PixelRect want{static_cast<int>(random.Below(40)), static_cast<int>(random.Below(30)), 8, 8};
+    try {
+      DecodeImageWindowInto(bad, 0, [&](int, int) { return want; }, &part, &window);
+      EXPECT_EQ(part.pixels.size(), static_cast<size_t>(part.width) * part.height * part.channels);
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kInvalid) << e.what();
+      ++errors;
+    }
+  }
+  EXPECT_GT(errors, 100);
+  DecodeImageWindowInto(good, 0, [](int, int) { return PixelRect{0, 0, 48, 40}; }, &part, &window);
+  EXPECT_EQ(part.width, 48);
 }
 
 TEST(PreviewTest, GridHoldsEnlargedTilesAndCaptions) {

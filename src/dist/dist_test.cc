@@ -109,6 +109,23 @@ TEST_F(DistTest, GradientAccumulationSyncsOnlyTheLastMicroStep) {
   EXPECT_NE(launched.find("steps 20\n"), std::string::npos) << launched;  // 20 syncs for 40 backward passes
 }
 
+TEST_F(DistTest, LossesScaledForTheAverageGiveTheSameResult) {
+  std::vector<float> one = Single();
+  std::vector<float> two = Ranks(2, {"--scale-loss", "all", "--accumulate", "2"});
+  EXPECT_LT(MaxDiff(two, one), kTolerance);
+  EXPECT_LT(MaxDiff(Ranks(4, {"--scale-loss", "all"}), one), kTolerance);
+  // With 2 ranks, dividing the loss by 2 is exact: the same bits as dividing the gradients.
+  EXPECT_EQ(two, Ranks(2, {"--accumulate", "2"}));
+}
+
+TEST_F(DistTest, ScalingSomeLossesButNotOthersIsAnError) {
+  fs::path d = dir_ / "mixed";
+  fs::create_directories(d);
+  EXPECT_NE(Launch(2, {"equal", d.string(), "--scale-loss", "last", "--accumulate", "2"}), 0);
+  std::string err = Slurp(dir_ / "err");
+  EXPECT_NE(err.find("1 of the 2 backward passes"), std::string::npos) << err;
+}
+
 TEST_F(DistTest, Fp16CompressionStaysClose) {
   std::vector<float> one = Single();
   double diff = MaxDiff(Ranks(2, {"--compression", "fp16"}), one);

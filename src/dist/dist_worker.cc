@@ -74,6 +74,9 @@ int Main(int argc, char** argv) {
   if (share % accumulate != 0) throw std::runtime_error("--accumulate must divide each rank's share");
   const int64_t micro = share / accumulate;
   const int steps = mode == "spin" ? INT32_MAX : std::stoi(Arg(argc, argv, "--steps", "20"));
+  // Whose losses go through GradientSync::ScaleLoss: every micro-step's, none, or (wrongly) the
+  // last one's only.
+  const std::string scale_loss = Arg(argc, argv, "--scale-loss", "none");
   for (int step = 0; step < steps; ++step) {
     optimizer.zero_grad();
     for (int m = 0; m < accumulate; ++m) {
@@ -81,6 +84,7 @@ int Main(int argc, char** argv) {
       if (sync) sync->Prepare(last);
       at::Tensor logits = model.forward(mx.narrow(0, m * micro, micro));
       at::Tensor loss = torch::nn::functional::cross_entropy(logits, my.narrow(0, m * micro, micro)) / accumulate;
+      if (sync && (scale_loss == "all" || (scale_loss == "last" && last))) loss = sync->ScaleLoss(loss);
       loss.backward();
       if (sync && last) sync->Finish();
     }

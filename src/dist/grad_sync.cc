@@ -96,6 +96,8 @@ at::Tensor GradientSync::Slot(size_t k) const { return slots_[k]; }
 
 void GradientSync::Prepare(bool sync) {
   syncing_ = sync;
+  ++passes_;
+  pass_scaled_ = false;
   fired_.assign(params_.size(), 0);
   next_launch_ = 0;
   for (auto& b : buckets_) {
@@ -116,13 +118,29 @@ void GradientSync::Prepare(bool sync) {
   }
 }
 
+at::Tensor GradientSync::ScaleLoss(const at::Tensor& loss) {
+  if (passes_ == 0 || pass_scaled_) throw InvalidError("GradientSync::ScaleLoss() must follow Prepare(), once a pass");
+  pass_scaled_ = true;
+  ++scaled_passes_;
+  return loss / group_->size();
+}
+
+bool GradientSync::Predivided() const {
+  if (scaled_passes_ == 0) return false;
+  if (scaled_passes_ == passes_) return true;
+  throw InvalidError("GradientSync: " + std::to_string(scaled_passes_) + " of the " + std::to_string(passes_) +
+                     " backward passes accumulated since the last synchronisation had their loss scaled by "
+                     "ScaleLoss(); scale every pass's loss or none");
+}
+
 // Called by autograd after the parameter's gradient of this pass was added to .grad.
 void GradientSync::OnGradient(size_t k) {
   if (!syncing_ || fired_[k]) return;
   fired_[k] = 1;
   // Average: divide before the sum (so a compressed dtype does not overflow), here while the
-  // gradient autograd just wrote is still in cache, rather than in a pass over the bucket.
-  Slot(k).div_(group_->size());
+  // gradient autograd just wrote is still in cache, rather than in a pass over the bucket; or
+  // not at all when every loss was scaled.
+  if (!Predivided()) Slot(k).div_(group_->size());
   Bucket& b = *buckets_[where_[k].first];
   if (++b.ready == b.params.size()) LaunchReady();
 }
@@ -151,7 +169,7 @@ void GradientSync::Finish() {
   // Parameters without a gradient in this pass contribute what .grad holds (zero after zero_grad).
   for (size_t i = next_launch_; i < buckets_.size(); ++i) {
     for (size_t k : buckets_[i]->params) {
-      if (!fired_[k]) Slot(k).div_(group_->size());
+      if (!fired_[k] && !Predivided()) Slot(k).div_(group_->size());
     }
     Launch(*buckets_[i]);
   }
@@ -167,6 +185,7 @@ void GradientSync::Finish() {
     if (!grad.defined() || grad.data_ptr() != slot.data_ptr()) grad = slot;
   }
   syncing_ = false;
+  passes_ = scaled_passes_ = 0;
   ++stats_.steps;
   stats_.finish_wait_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }

@@ -51,6 +51,12 @@ class GradientSync {
   /// Before a backward pass: whether its gradients are to be synchronised. With gradient
   /// accumulation, only the last micro-step's backward is; the others only accumulate locally.
   void Prepare(bool sync);
+  /// Optional, between Prepare() and backward: returns `loss` / world size, so that backward
+  /// produces gradients already divided for the average and Finish() need not divide them (a pass
+  /// over every gradient saved; the sum of pre-divided gradients is the average, exactly so when
+  /// the world size is a power of two). Either every backward pass since the last Finish() goes
+  /// through it or none does: a mix throws InvalidError, as the accumulated sum would be wrong.
+  at::Tensor ScaleLoss(const at::Tensor& loss);
   /// After a synchronised backward pass: launches the buckets not launched yet (parameters
   /// without a gradient count as zero), waits for all, and leaves each parameter's .grad the
   /// average over ranks.
@@ -63,6 +69,7 @@ class GradientSync {
  private:
   struct Bucket;
   void OnGradient(size_t param);
+  bool Predivided() const;  // every pass since the last Finish() scaled its loss
   at::Tensor Slot(size_t param) const;  // the parameter's place in its bucket
   void LaunchReady();
   void Launch(Bucket& bucket);
@@ -78,6 +85,11 @@ class GradientSync {
   std::vector<char> fired_;  // whose hook fired in this pass
   size_t next_launch_ = 0;
   bool syncing_ = false;
+  // Whether the backward passes since the last Finish() had their loss scaled: none yet, all, or
+  // not all (the current pass's own choice is made by ScaleLoss() after Prepare()).
+  int passes_ = 0;
+  int scaled_passes_ = 0;
+  bool pass_scaled_ = false;
   GradSyncStats stats_;
 };
 

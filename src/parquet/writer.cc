@@ -482,7 +482,7 @@ Statistics ComputeStatistics(const ColumnDescriptor& column, const ValueBuffer& 
                                                           : [&] { double x; std::memcpy(&x, v, 8); return x; }();
       if (std::isnan(d)) continue;  // NaN has no place in min/max
     }
-    size_t min_len, max_len;
+    size_t min_len = 0, max_len = 0;
     if (min_i < 0 || order.Compare(v, len, value(min_i, &min_len), min_len) < 0) min_i = i;
     if (max_i < 0 || order.Compare(v, len, value(max_i, &max_len), max_len) > 0) max_i = i;
   }

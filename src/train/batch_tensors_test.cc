@@ -28,7 +28,7 @@ TEST(BatchTensorsTest, ImagesShareTheBatchBufferWhichReturnsToThePool) {
   }
   // The tensors are gone: the next batch of that size gets the same storage.
   size_t capacity = 0;
-  std::unique_ptr<float[]> again = pool->Take(6, &capacity);
+  data::AlignedFloats again = pool->Take(6, &capacity);
   EXPECT_EQ(again.get(), buffer);
   pool->Give(std::move(again), capacity);
 }

@@ -618,7 +618,11 @@ void Trainer::fit(Module& module, DataModule& data, const std::string& ckpt_path
       // Gradients are averaged across ranks on the last micro-step of an accumulation only.
       const bool step_now = (batch_in_epoch_ + 1) % options_.accumulate_grad_batches == 0 || batch_in_epoch_ + 1 == per_epoch;
       if (grad_sync_) grad_sync_->Prepare(step_now);
-      (options_.accumulate_grad_batches > 1 ? loss / options_.accumulate_grad_batches : loss).backward();
+      at::Tensor scaled = options_.accumulate_grad_batches > 1 ? loss / options_.accumulate_grad_batches : loss;
+      // Dividing the loss by the world size makes the summed gradients the average, without a
+      // pass over them.
+      if (grad_sync_) scaled = grad_sync_->ScaleLoss(scaled);
+      scaled.backward();
       if (grad_sync_ && step_now) grad_sync_->Finish();
       ++batch_in_epoch_;
       Module::Logged logged = module.TakeLogged();
