@@ -335,6 +335,63 @@ TEST_F(LoaderTest, CorruptImageIsAnErrorNamingTableFileAndRowOrIsSkipped) {
   EXPECT_EQ(lenient.stats().skipped, 1);
 }
 
+TEST_F(LoaderTest, ACutJpegIsFoundInEveryEpochWhateverItsCrop) {
+  // With a crop the loader decodes only the part of each JPEG the crop reads, yet still reads the
+  // whole file: an image whose last rows are missing is an error, or a skip, in every epoch,
+  // wherever its crop lies.
+  std::string source = testing::MakeImageTable(dir_, "good", 40, 40, 64, "jpeg");
+  delta::Snapshot snapshot = delta::LoadSnapshot(source);
+  std::vector<parquet::RecordBatch> batches;
+  delta::ScanSnapshot(snapshot, {}, [&](const parquet::RecordBatch& b) { batches.push_back(b); });
+  ASSERT_EQ(batches.size(), 1u);
+  // Row 13 becomes a detailed 64x64 picture (so that its last rows have data of their own), cut
+  // at 85% of its bytes.
+  Image picture{64, 64, 1, {}};
+  for (int y = 0; y < 64; ++y) {
+    for (int x = 0; x < 64; ++x) picture.pixels.push_back(static_cast<uint8_t>((x * 37 + y * 91 + x * y) % 251));
+  }
+  std::string cut = EncodeJpeg(picture, 90);
+  cut.resize(cut.size() * 85 / 100);
+  parquet::ColumnVector& image = batches[0].columns[0];
+  std::vector<std::string> bytes;
+  for (int64_t r = 0; r < batches[0].num_rows; ++r) {
+    bytes.emplace_back(batches[0].columns[3].Value<int64_t>(r) == 13 ? cut : std::string(image.Bytes(r)));
+  }
+  image.data.clear();
+  image.offsets.assign(1, 0);
+  for (const std::string& b : bytes) {
+    image.data.insert(image.data.end(), b.begin(), b.end());
+    image.offsets.push_back(static_cast<int64_t>(image.data.size()));
+  }
+  delta::AppendOptions append;
+  append.configuration = snapshot.metadata.configuration;
+  std::string bad = (dir_ / "bad").string();
+  delta::AppendToTable(bad, *batches[0].schema, batches, append);
+
+  LoaderOptions options = Options(bad);
+  options.transform.random_resized_crop = 16;
+  options.transform.horizontal_flip = true;
+  for (uint64_t seed = 0; seed < 12; ++seed) {
+    options.seed = seed;
+    Loader strict(options);
+    try {
+      Drain(strict);
+      FAIL() << "expected an error, seed " << seed;
+    } catch (const Error& e) {
+      std::string what = e.what();
+      EXPECT_NE(what.find("row id 13"), std::string::npos) << what;
+      EXPECT_NE(what.find("JPEG"), std::string::npos) << what;
+    }
+  }
+  options.on_corrupt = OnCorrupt::kSkip;
+  options.num_epochs = 3;
+  Loader lenient(options);
+  int64_t samples = 0;
+  for (const Batch& b : Drain(lenient)) samples += b.size;
+  EXPECT_EQ(samples, 3 * 39);
+  EXPECT_EQ(lenient.stats().skipped, 3);
+}
+
 TEST_F(LoaderTest, BadOptionsAndTablesAreClearErrors) {
   std::string table = MakeTable("t", 5, 5);
   LoaderOptions options = Options(table);

@@ -21,7 +21,7 @@ inline void BigEndian32(std::ofstream& out, uint32_t v) {
 /// (0,1) = i / 256 and (0, side-1) = 200, the rest 100 + (i % 10) * 10 (so its label i % 10 can be
 /// learned); id i.
 inline std::string MakeImageTable(const std::filesystem::path& dir, const std::string& name, int rows,
-                                  int rows_per_file, int side = 8) {
+                                  int rows_per_file, int side = 8, const std::string& image_format = "png") {
   std::filesystem::path source = dir / (name + "_idx");
   std::filesystem::create_directories(source);
   std::ofstream images(source / "train-images-idx3-ubyte", std::ios::binary);
@@ -45,6 +45,7 @@ inline std::string MakeImageTable(const std::filesystem::path& dir, const std::s
   IngestOptions options;
   options.out = (dir / name).string();
   options.rows_per_file = rows_per_file;
+  options.image_format = image_format;
   IngestFashionMnist("train", options, source.string());
   return options.out;
 }
