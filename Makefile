@@ -65,8 +65,10 @@ bench-parquet: deps
 
 bench-loader: deps
 	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release -DSHOAL_BUILD_BENCHMARKS=ON $(CMAKE_FLAGS)
-	cmake --build $(BUILD) -j $(JOBS) --target shoal shoal_decode_bound
+	cmake --build $(BUILD) -j $(JOBS) --target shoal shoal_decode_bound shoal_transform_bench
 	/usr/bin/python3 bench/loader_compare.py $(BUILD)
+	$(BUILD)/bench/shoal_transform_bench $(BUILD)/bench-data/fmnist-test-jpeg224
+	$(BUILD)/bench/shoal_transform_bench $(BUILD)/bench-data/fmnist-test-jpeg224 --unaligned
 
 bench-train: deps
 	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release -DSHOAL_BUILD_BENCHMARKS=ON $(CMAKE_FLAGS)
