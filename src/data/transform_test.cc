@@ -1,6 +1,7 @@
 #include "data/transform.h"
 
 #include <gtest/gtest.h>
+#include <turbojpeg.h>
 
 #include <algorithm>
 #include <cmath>
@@ -135,8 +136,9 @@ TEST(TransformTest, ChannelConversion) {
   EXPECT_THROW(Transformer(two, {1, 2, 2}), Error);
 }
 
-// A picture with detail at every scale (so that a misplaced pixel shows), as a JPEG.
-std::string Photo(int w, int h, int channels) {
+// A picture with detail at every scale (so that a misplaced pixel shows), as a JPEG: baseline
+// (colour 4:2:0), or progressive with `subsampling` (a TJSAMP_ value).
+std::string Photo(int w, int h, int channels, bool progressive = false, int subsampling = TJSAMP_420) {
   Image image{w, h, channels, {}};
   for (int y = 0; y < h; ++y) {
     for (int x = 0; x < w; ++x) {
@@ -146,17 +148,32 @@ std::string Photo(int w, int h, int channels) {
       }
     }
   }
-  return EncodeJpeg(image, 90);
+  if (!progressive) return EncodeJpeg(image, 90);
+  std::unique_ptr<void, int (*)(tjhandle)> handle(tjInitCompress(), tjDestroy);
+  unsigned char* buffer = nullptr;
+  unsigned long size = 0;
+  if (tjCompress2(handle.get(), image.pixels.data(), w, 0, h, channels == 1 ? TJPF_GRAY : TJPF_RGB, &buffer, &size,
+                  channels == 1 ? TJSAMP_GRAY : subsampling, 90, TJFLAG_PROGRESSIVE) != 0) {
+    ADD_FAILURE() << tjGetErrorStr2(handle.get());
+  }
+  std::string out(reinterpret_cast<const char*>(buffer), size);
+  tjFree(buffer);
+  return out;
 }
 
 TEST(TransformTest, DecodingOnlyTheCropsWindowGivesWhatAWholeDecodeGives) {
-  // Gray (no upsampling) and colour (4:2:0, chroma upsampled across block edges), at sizes that
-  // are and are not whole blocks, through a random resized crop with flip and a centre crop.
+  // Gray (no upsampling) and colour (chroma upsampled across block edges), baseline and
+  // progressive, at sizes that are and are not whole blocks, through a random resized crop with
+  // flip and a centre crop.
   struct Case {
     int w, h, channels, out_channels;
+    bool progressive = false;
+    int subsampling = TJSAMP_420;
   };
-  for (Case c : {Case{224, 224, 1, 3}, Case{100, 75, 3, 3}, Case{37, 53, 1, 1}, Case{130, 90, 3, 1}}) {
-    const std::string jpeg = Photo(c.w, c.h, c.channels);
+  for (Case c : {Case{224, 224, 1, 3}, Case{100, 75, 3, 3}, Case{37, 53, 1, 1}, Case{130, 90, 3, 1},
+                 Case{100, 75, 3, 3, true, TJSAMP_420}, Case{99, 70, 3, 3, true, TJSAMP_444},
+                 Case{131, 97, 3, 3, true, TJSAMP_422}, Case{64, 48, 1, 3, true}}) {
+    const std::string jpeg = Photo(c.w, c.h, c.channels, c.progressive, c.subsampling);
     Image whole;
     DecodeImageInto(jpeg, 0, &whole);
     for (int mode = 0; mode < 2; ++mode) {
@@ -182,7 +199,8 @@ TEST(TransformTest, DecodingOnlyTheCropsWindowGivesWhatAWholeDecodeGives) {
         if (part.width * part.height < c.w * c.h) ++smaller;
         std::vector<float> expected = Transform(t, whole, seed), got(t.output_floats());
         t.Apply(part, &window, seed, got.data());
-        ASSERT_EQ(got, expected) << c.w << "x" << c.h << "x" << c.channels << " mode " << mode << " seed " << seed
+        ASSERT_EQ(got, expected) << c.w << "x" << c.h << "x" << c.channels << (c.progressive ? " progressive" : "")
+                                 << " mode " << mode << " seed " << seed
                                  << " window " << window.x << "," << window.y << " " << part.width << "x" << part.height;
       }
       EXPECT_GT(smaller, 50) << "the window was rarely smaller than the image";
