@@ -115,18 +115,11 @@ struct JpegDecoder {
   JpegDecoder& operator=(const JpegDecoder&) = delete;
 };
 
-// The window's geometry, decided between reading the header and the first row.
-struct JpegWindowPlan {
-  PixelRect want;
-  JDIMENSION x = 0, width = 0;
-  int first_row = 0, end_row = 0;
-};
-
 // Returns false with the decoder's message in `errors` when libjpeg failed. Only plain data
-// lives in this frame, so longjmp leaves nothing undestroyed.
+// lives in this frame, so longjmp leaves nothing undestroyed; nothing set after setjmp is read
+// after the jump.
 bool DecodeJpegWindow(JpegDecoder& d, const unsigned char* data, size_t size, int channels,
-                      const std::function<PixelRect(int, int)>& want, Image* image, ImageWindow* window,
-                      JpegWindowPlan* plan) {
+                      const std::function<PixelRect(int, int)>& want, Image* image, ImageWindow* window) {
   jpeg_decompress_struct& c = d.cinfo;
   d.errors.warned = false;
   if (setjmp(d.errors.jump) != 0) {
@@ -158,19 +151,16 @@ bool DecodeJpegWindow(JpegDecoder& d, const unsigned char* data, size_t size, in
     x1 = std::min(full_width, x1 + margin);
     y1 = std::min(full_height, y1 + margin);
   }
-  plan->x = static_cast<JDIMENSION>(x0);
-  plan->width = static_cast<JDIMENSION>(x1 - x0);
-  if (plan->width < c.output_width) jpeg_crop_scanline(&c, &plan->x, &plan->width);  // widens to whole blocks
-  plan->first_row = y0;
-  plan->end_row = y1;
+  JDIMENSION crop_x = static_cast<JDIMENSION>(x0), crop_width = static_cast<JDIMENSION>(x1 - x0);
+  if (crop_width < c.output_width) jpeg_crop_scanline(&c, &crop_x, &crop_width);  // widens to whole blocks
   const int components = static_cast<int>(c.output_components);
-  const size_t stride = static_cast<size_t>(plan->width) * components;
-  image->width = static_cast<int>(plan->width);
+  const size_t stride = static_cast<size_t>(crop_width) * components;
+  image->width = static_cast<int>(crop_width);
   image->height = y1 - y0;
   image->channels = components;
   // One row more than the window: the image's last row is read into it (below).
   image->pixels.resize(stride * static_cast<size_t>(image->height + 1));
-  window->x = static_cast<int>(plan->x);
+  window->x = static_cast<int>(crop_x);
   window->y = y0;
   window->full_width = full_width;
   window->full_height = full_height;
@@ -204,11 +194,10 @@ void DecodeImageWindowInto(std::string_view bytes, int channels, const std::func
     return;
   }
   thread_local JpegDecoder decoder;
-  JpegWindowPlan plan;
   bool ok = false;
   try {
     ok = DecodeJpegWindow(decoder, reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size(), channels, want, image,
-                          window, &plan);
+                          window);
   } catch (...) {  // from `want` or an allocation: leave the decoder ready for the next image
     jpeg_abort_decompress(&decoder.cinfo);
     throw;
