@@ -7,7 +7,6 @@
 #include <algorithm>
 #include <cmath>
 #include <csetjmp>
-#include <cstdio>
 #include <cstring>
 #include <memory>
 
@@ -54,6 +53,13 @@ void DecodePng(std::string_view bytes, int channels, Image* image) {
   }
 }
 
+// Both JPEG decoders take images of 1 to 65535 pixels a side (JPEG's own limit).
+void CheckJpegSize(long width, long height) {
+  if (width <= 0 || height <= 0 || width > 65535 || height > 65535) {
+    throw InvalidError("JPEG of " + std::to_string(width) + "x" + std::to_string(height) + " is out of range");
+  }
+}
+
 void DecodeJpeg(std::string_view bytes, int channels, Image* image) {
   // One decompressor per thread: creating one costs more than decoding a small image.
   thread_local std::unique_ptr<void, int (*)(tjhandle)> handle(tjInitDecompress(), tjDestroy);
@@ -63,9 +69,7 @@ void DecodeJpeg(std::string_view bytes, int channels, Image* image) {
   if (tjDecompressHeader3(handle.get(), data, bytes.size(), &width, &height, &subsampling, &colorspace) != 0) {
     throw InvalidError(std::string("corrupt JPEG: ") + tjGetErrorStr2(handle.get()));
   }
-  if (width <= 0 || height <= 0 || width > 65535 || height > 65535) {
-    throw InvalidError("JPEG of " + std::to_string(width) + "x" + std::to_string(height) + " is out of range");
-  }
+  CheckJpegSize(width, height);
   image->width = width;
   image->height = height;
   image->channels = channels != 0 ? channels : colorspace == TJCS_GRAY ? 1 : 3;
@@ -128,11 +132,7 @@ bool DecodeJpegWindow(JpegDecoder& d, const unsigned char* data, size_t size, in
   }
   jpeg_mem_src(&c, data, static_cast<unsigned long>(size));
   jpeg_read_header(&c, TRUE);
-  if (c.image_width == 0 || c.image_height == 0 || c.image_width > 65535 || c.image_height > 65535) {
-    std::snprintf(d.errors.message, sizeof(d.errors.message), "JPEG of %ux%u is out of range", c.image_width, c.image_height);
-    jpeg_abort_decompress(&c);
-    return false;
-  }
+  CheckJpegSize(c.image_width, c.image_height);  // its exception aborts the decode in the caller
   const bool gray = channels == 1 || (channels == 0 && c.jpeg_color_space == JCS_GRAYSCALE);
   c.out_color_space = gray ? JCS_GRAYSCALE : JCS_RGB;
   c.dct_method = JDCT_ISLOW;
@@ -198,7 +198,7 @@ void DecodeImageWindowInto(std::string_view bytes, int channels, const std::func
   try {
     ok = DecodeJpegWindow(decoder, reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size(), channels, want, image,
                           window);
-  } catch (...) {  // from `want` or an allocation: leave the decoder ready for the next image
+  } catch (...) {  // a size out of range, `want`, an allocation: leave the decoder ready for the next image
     jpeg_abort_decompress(&decoder.cinfo);
     throw;
   }
