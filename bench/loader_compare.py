@@ -9,13 +9,16 @@ bytes for the peer (bench/loader_peer.py), then per round and case runs, one aft
 the decode bound (BUILD/bench/shoal_decode_bound: the same bytes decoded in a tight loop on the
 same threads; for the JPEG case also only the windows the loader's crops read, the loader's own
 decoding), `shoal data bench`, and the peer, sampling the resident memory of each process
-tree every 50 ms. Prints a Markdown table for docs/benchmarks.md.
+tree every 50 ms. Prints a Markdown table for docs/benchmarks.md: samples/s and memory are the
+best of the rounds; shoal / bound is the median of each round's own ratio (the bound runs next
+to shoal in every round, so a round's ratio is taken at one speed of this noisy machine).
 """
 import argparse
 import base64
 import json
 import os
 import platform
+import statistics
 import struct
 import subprocess
 import sys
@@ -128,9 +131,9 @@ def cpu_name():
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("build")
-    p.add_argument("--rounds", type=int, default=2)
+    p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--epochs", type=int, default=5, help="epochs of the PNG case")
-    p.add_argument("--jpeg-epochs", type=int, default=3, help="epochs of the JPEG case")
+    p.add_argument("--jpeg-epochs", type=int, default=5, help="epochs of the JPEG case")
     p.add_argument("--threads", type=int, default=2)
     a = p.parse_args()
     shoal = os.path.join(a.build, "shoal")
@@ -180,7 +183,17 @@ def main():
                 print(f"round {r + 1}/{a.rounds}: {c['name']}: {engine} ...", file=sys.stderr)
                 results[c["name"]][engine].append(measured(c[engine]))
 
-    print(f"\nMachine: {cpu_name()}, {os.cpu_count()} cores; {a.rounds} rounds, best of each; "
+    def ratios(res, bound="bound"):
+        """shoal / bound in each round."""
+        return [s["samples_per_s"] / b["samples_per_s"] for s, b in zip(res["shoal"], res[bound])]
+
+    def later(run):
+        """samples/s over the epochs after the first (from each epoch's own rate)."""
+        rates = [e["samples_per_s"] for e in run["epochs"][1:]]
+        return len(rates) / sum(1 / r for r in rates) if rates else float("nan")
+
+    print(f"\nMachine: {cpu_name()}, {os.cpu_count()} cores; {a.rounds} rounds: samples/s and memory the best "
+          f"of the rounds, shoal / bound the median of the rounds' own ratios; "
           f"{a.threads} decode threads (shoal) and {a.threads} DataLoader workers (peer), batch 256.\n")
     print("| case | shoal samples/s | peer samples/s | shoal / peer | decode bound samples/s | shoal / bound "
           "| shoal peak RSS MiB | peer peak RSS MiB (all processes) | shoal / peer RSS | peer peak PSS MiB |")
@@ -193,18 +206,22 @@ def main():
         srss = max(x["peak_rss_mib"] for x in res["shoal"])
         qrss = min(x["peak_rss_mib"] for x in res["peer"])
         qpss = min(x["peak_pss_mib"] for x in res["peer"])
-        print(f"| {c['name']} | {s:.0f} | {q:.0f} | {s / q:.2f}x | {b:.0f} | {s / b:.0%} | {srss:.0f} | {qrss:.0f} "
-              f"| {srss / qrss:.2f} | {qpss:.0f} |")
+        print(f"| {c['name']} | {s:.0f} | {q:.0f} | {s / q:.2f}x | {b:.0f} | {statistics.median(ratios(res)):.0%} "
+              f"| {srss:.0f} | {qrss:.0f} | {srss / qrss:.2f} | {qpss:.0f} |")
     for c in cases:
         res = results[c["name"]]
+        per_round = ", ".join(f"{r:.0%}" for r in ratios(res))
+        steady = ", ".join(f"{later(x) / b['samples_per_s']:.0%}" for x, b in zip(res["shoal"], res["bound"]))
+        print(f"\n{c['name']}: shoal / bound by round: {per_round}; the epochs after the first alone: {steady}.")
         if "window bound" in res:
-            s = max(x["samples_per_s"] for x in res["shoal"])
             w = max(x["samples_per_s"] for x in res["window bound"])
-            print(f"\n{c['name']}: decoding only the crop windows, as the loader does, in the same tight loop: "
-                  f"{w:.0f} samples/s; the loader reaches {s / w:.0%} of that.")
-    first = results[cases[0]["name"]]["shoal"][0]
-    print("\nshoal RSS at the end of each epoch of the PNG case (MiB): " +
-          ", ".join(f"{e['rss_mib']:.0f}" for e in first["epochs"]))
+            print(f"Decoding only the crop windows, as the loader does, in the same tight loop: best {w:.0f} samples/s; "
+                  f"shoal / that by round: {', '.join(f'{r:.0%}' for r in ratios(res, 'window bound'))}.")
+    print()
+    for c, label in zip(cases, ("PNG", "JPEG")):
+        first = results[c["name"]]["shoal"][0]
+        print(f"shoal RSS at the end of each epoch of the {label} case (MiB): " +
+              ", ".join(f"{e['rss_mib']:.0f}" for e in first["epochs"]))
     print("peer samples/s by epoch (PNG case): " +
           ", ".join(f"{e['samples_per_s']:.0f}" for e in results[cases[0]["name"]]["peer"][0]["epochs"]))
     for engine in ("shoal", "peer"):

@@ -119,16 +119,20 @@ struct JpegDecoder {
   JpegDecoder& operator=(const JpegDecoder&) = delete;
 };
 
-// Returns false with the decoder's message in `errors` when libjpeg failed. Only plain data
-// lives in this frame, so longjmp leaves nothing undestroyed; nothing set after setjmp is read
-// after the jump.
-bool DecodeJpegWindow(JpegDecoder& d, const unsigned char* data, size_t size, int channels,
-                      const std::function<PixelRect(int, int)>& want, Image* image, ImageWindow* window) {
+enum class JpegResult { kFailed, kWindow, kWhole };
+
+// kFailed, with the decoder's message in `errors`, when libjpeg failed; kWhole when every byte
+// was decoded without a warning, kWindow when decoding stopped after the window (`known_good`).
+// Only plain data lives in this frame, so longjmp leaves nothing undestroyed; nothing set after
+// setjmp is read after the jump.
+JpegResult DecodeJpegWindow(JpegDecoder& d, const unsigned char* data, size_t size, int channels,
+                            const std::function<PixelRect(int, int)>& want, bool known_good, Image* image,
+                            ImageWindow* window) {
   jpeg_decompress_struct& c = d.cinfo;
   d.errors.warned = false;
   if (setjmp(d.errors.jump) != 0) {
     jpeg_abort_decompress(&c);
-    return false;
+    return JpegResult::kFailed;
   }
   jpeg_mem_src(&c, data, static_cast<unsigned long>(size));
   jpeg_read_header(&c, TRUE);
@@ -169,6 +173,11 @@ bool DecodeJpegWindow(JpegDecoder& d, const unsigned char* data, size_t size, in
     JSAMPROW row = image->pixels.data() + stride * (c.output_scanline - static_cast<JDIMENSION>(y0));
     jpeg_read_scanlines(&c, &row, 1);
   }
+  if (known_good && y1 < full_height && !d.errors.warned) {
+    image->pixels.resize(stride * static_cast<size_t>(image->height));
+    jpeg_abort_decompress(&c);
+    return JpegResult::kWindow;
+  }
   // The rest is entropy-decoded without being drawn, so that damage anywhere is still found:
   // skipping all of it would decode nothing, so the last row is read.
   if (y1 < full_height) {
@@ -178,31 +187,32 @@ bool DecodeJpegWindow(JpegDecoder& d, const unsigned char* data, size_t size, in
   }
   image->pixels.resize(stride * static_cast<size_t>(image->height));
   jpeg_finish_decompress(&c);
-  return !d.errors.warned;
+  return d.errors.warned ? JpegResult::kFailed : JpegResult::kWhole;
 }
 
 }  // namespace
 
-void DecodeImageWindowInto(std::string_view bytes, int channels, const std::function<PixelRect(int, int)>& want,
-                           Image* image, ImageWindow* window) {
+bool DecodeImageWindowInto(std::string_view bytes, int channels, const std::function<PixelRect(int, int)>& want,
+                           Image* image, ImageWindow* window, bool known_good) {
   if (channels != 0 && channels != 1 && channels != 3) {
     throw InvalidError("cannot decode to " + std::to_string(channels) + " channels");
   }
   if (!IsJpeg(bytes)) {
     DecodeImageInto(bytes, channels, image);
     *window = ImageWindow{0, 0, image->width, image->height};
-    return;
+    return true;
   }
   thread_local JpegDecoder decoder;
-  bool ok = false;
+  JpegResult result = JpegResult::kFailed;
   try {
-    ok = DecodeJpegWindow(decoder, reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size(), channels, want, image,
-                          window);
+    result = DecodeJpegWindow(decoder, reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size(), channels, want,
+                              known_good, image, window);
   } catch (...) {  // a size out of range, `want`, an allocation: leave the decoder ready for the next image
     jpeg_abort_decompress(&decoder.cinfo);
     throw;
   }
-  if (!ok) throw InvalidError(std::string("corrupt JPEG: ") + decoder.errors.message);
+  if (result == JpegResult::kFailed) throw InvalidError(std::string("corrupt JPEG: ") + decoder.errors.message);
+  return result == JpegResult::kWhole;
 }
 
 std::string EncodePng(const Image& image) {

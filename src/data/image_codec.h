@@ -44,10 +44,15 @@ struct ImageWindow {
 /// rows and the 8- or 16-pixel columns of blocks that cover the rectangle it returns (clamped to
 /// the image), given the image's size. `image` receives that window and `window` its place.
 /// The window's pixels are those a whole decode gives (blocks at a subsampled image's window
-/// edges are decoded with a margin for that). Every byte of the image is still read, so a
-/// damaged JPEG gives the same error as a whole decode. A PNG is decoded whole.
-void DecodeImageWindowInto(std::string_view bytes, int channels, const std::function<PixelRect(int, int)>& want,
-                           Image* image, ImageWindow* window);
+/// edges are decoded with a margin for that). A PNG is decoded whole.
+///
+/// Every byte of the image is still entropy-decoded, so a damaged JPEG gives the same error as a
+/// whole decode, unless `known_good`: the caller has seen these same bytes decode whole without
+/// error (this function returned true for them), and decoding stops after the window's last
+/// row. Returns whether every byte was decoded without error: true for a PNG, for a JPEG not
+/// `known_good`, and for one whose window reaches its last row.
+bool DecodeImageWindowInto(std::string_view bytes, int channels, const std::function<PixelRect(int, int)>& want,
+                           Image* image, ImageWindow* window, bool known_good = false);
 
 /// Bilinear resize to width x height (the same channel count).
 Image Resize(const Image& image, int width, int height);

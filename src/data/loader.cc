@@ -32,13 +32,18 @@ void AlignedFree::operator()(float* p) const { std::free(p); }
 AlignedFloats BufferPool::Take(size_t floats, size_t* capacity) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
+    // The smallest kept buffer that fits, and none more than twice the size asked for: an
+    // epoch's short last batch in a full batch's buffer would hold memory that the loader's
+    // bound (which counts the batch's own size) does not see.
+    auto best = free_.end();
     for (auto it = free_.begin(); it != free_.end(); ++it) {
-      if (it->second >= floats) {
-        AlignedFloats buffer = std::move(it->first);
-        *capacity = it->second;
-        free_.erase(it);
-        return buffer;
-      }
+      if (it->second >= floats && it->second / 2 <= floats && (best == free_.end() || it->second < best->second)) best = it;
+    }
+    if (best != free_.end()) {
+      AlignedFloats buffer = std::move(best->first);
+      *capacity = best->second;
+      free_.erase(best);
+      return buffer;
     }
   }
   *capacity = floats;
@@ -152,6 +157,7 @@ struct Pending {
   Batch batch;                     // sized for every row; compacted when a row is skipped
   std::vector<uint8_t> kept;       // per row: decoded (1) or skipped (0)
   std::vector<std::exception_ptr> errors;  // per slice
+  std::vector<int64_t> bounds;     // slice k is rows [bounds[k], bounds[k + 1]) of the batch
   int slices = 0, remaining = 0;
   std::unordered_map<int, int64_t> used;   // unit -> rows read
 };
@@ -214,6 +220,9 @@ class Loader::Impl {
     end_global_ = options_.num_epochs < 0 ? INT64_MAX : options_.num_epochs * batches_per_epoch_;
     batch_bytes_ = options_.batch_size * static_cast<int64_t>(transformer_->output_floats() * sizeof(float));
     if (options_.cache) MakeCache();
+    if (codec_ != "raw" && transformer_->reads_part() && rows_ <= kMaxKnownGoodRows) {
+      known_good_.reset(new std::atomic<uint64_t>[static_cast<size_t>((rows_ + 63) / 64)]());
+    }
   }
 
   ~Impl() { StopWorkers(); }
@@ -454,7 +463,6 @@ class Loader::Impl {
     stop_ = false;
     int prefetch = options_.prefetch > 0 ? options_.prefetch : 2 * options_.threads;
     prefetch_ = std::max(prefetch, 1);
-    // Enough buffers for the batches in flight and the one or two the caller holds.
     // Buffers for the batches in flight and the one the caller holds.
     if (!pool_) pool_ = std::make_shared<BufferPool>(static_cast<size_t>(prefetch_ + 1));
     for (int t = 0; t < options_.threads; ++t) workers_.emplace_back([this] { Work(); });
@@ -514,6 +522,11 @@ class Loader::Impl {
     auto pending = std::make_shared<Pending>();
     pending->plan = PlanFor(global / batches_per_epoch_);
     pending->index = global % batches_per_epoch_;
+    if (pending->index == batches_per_epoch_ - 1 && global + 1 < end_global_ && WholeTableLoaded()) {
+      // The next epoch reads the same row groups: planning it now keeps them loaded (its rows
+      // hold them), where they would be dropped at the end of this epoch and read again.
+      PlanFor(global / batches_per_epoch_ + 1);
+    }
     pending->begin = pending->index * options_.batch_size;
     pending->end = std::min<int64_t>(pending->begin + options_.batch_size, static_cast<int64_t>(pending->plan->order.size()));
     const int64_t rows = pending->end - pending->begin;
@@ -525,7 +538,17 @@ class Loader::Impl {
     batch.ids.assign(static_cast<size_t>(rows), -1);
     batch.rows.assign(pending->plan->order.begin() + pending->begin, pending->plan->order.begin() + pending->end);
     pending->kept.assign(static_cast<size_t>(rows), 0);
-    pending->slices = static_cast<int>(std::clamp<int64_t>(rows, 1, options_.threads));
+    // Slices that shrink as the batch goes (each a share of the rows left), so that a worker
+    // done early takes another one instead of waiting at the end of the batch for the others
+    // (crops make images differ in cost): the last slices are a row or two.
+    pending->bounds.assign(1, 0);
+    int64_t left = rows;
+    do {
+      const int64_t size = std::min(left, std::max<int64_t>(1, left / (2 * options_.threads)));
+      pending->bounds.push_back(pending->bounds.back() + size);
+      left -= size;
+    } while (left > 0);
+    pending->slices = static_cast<int>(pending->bounds.size()) - 1;
     pending->remaining = pending->slices;
     pending->errors.resize(static_cast<size_t>(pending->slices));
     pending_[global] = pending;
@@ -569,6 +592,17 @@ class Loader::Impl {
     done_[global] = std::move(result);
     pending_.erase(global);
     ready_cv_.notify_all();
+  }
+
+  // Whether every unit is in memory (a table that fits within the in-flight bound). Called with
+  // mutex_ held.
+  bool WholeTableLoaded() const {
+    if (units_cache_.size() < units_.size()) return false;
+    for (size_t u = 0; u < units_.size(); ++u) {
+      auto it = units_cache_.find(static_cast<int>(u));
+      if (it == units_cache_.end() || !it->second.data) return false;
+    }
+    return true;
   }
 
   // Drops the units whose planned rows are all decoded. Called with mutex_ held.
@@ -662,8 +696,7 @@ class Loader::Impl {
   // Decodes slice `slice` of the batch's rows into their places. Only this thread writes them.
   void BuildSlice(Pending& pending, int slice, std::unordered_map<int, int64_t>* used) {
     const EpochPlan& plan = *pending.plan;
-    const int64_t rows = pending.end - pending.begin;
-    const int64_t first = rows * slice / pending.slices, last = rows * (slice + 1) / pending.slices;
+    const int64_t first = pending.bounds[slice], last = pending.bounds[slice + 1];
     Batch& batch = pending.batch;
     const size_t floats = transformer_->output_floats();
     thread_local Image image;
@@ -708,7 +741,7 @@ class Loader::Impl {
                                                         static_cast<size_t>(bytes_column.field->type_length));
         const uint64_t seed = MixSeed(options_.seed, plan.epoch, static_cast<uint64_t>(row), 0x7f);
         ImageWindow window;
-        DecodeRow(bytes, seed, &image, &window);
+        DecodeRow(bytes, row, seed, &image, &window);
         transformer_->Apply(image, &window, seed, batch.images.data() + static_cast<size_t>(i) * floats);
       } catch (const Error& e) {
         if (options_.on_corrupt == OnCorrupt::kSkip) {
@@ -764,12 +797,20 @@ class Loader::Impl {
     for (int64_t r = 0; r < rows_; ++r) cache_->state[r].store(kEmpty, std::memory_order_relaxed);
   }
 
-  // Decodes a row's image as stored (the transform converts channels cheaper); under a crop, a
-  // JPEG only as far as the crop with this seed reads. `window` receives where the pixels lie.
-  void DecodeRow(std::string_view bytes, uint64_t seed, Image* image, ImageWindow* window) const {
+  // Decodes the image of `row` (a place in the loader's row order) as stored (the transform
+  // converts channels cheaper); under a crop, a JPEG only as far as the crop with this seed
+  // reads. `window` receives where the pixels lie.
+  void DecodeRow(std::string_view bytes, int64_t row, uint64_t seed, Image* image, ImageWindow* window) const {
     if (codec_ != "raw" && transformer_->reads_part()) {
-      DecodeImageWindowInto(
-          bytes, 0, [&](int width, int height) { return transformer_->Needed(width, height, seed); }, image, window);
+      // A row's bytes are the same in every epoch (Delta never rewrites a data file), so once
+      // they have decoded whole without error, later decodes may stop after the crop.
+      std::atomic<uint64_t>* word = known_good_ ? &known_good_[row / 64] : nullptr;
+      const uint64_t bit = uint64_t{1} << (row % 64);
+      const bool known = word && (word->load(std::memory_order_relaxed) & bit) != 0;
+      const bool whole = DecodeImageWindowInto(
+          bytes, 0, [&](int width, int height) { return transformer_->Needed(width, height, seed); }, image, window,
+          known);
+      if (word && whole && !known) word->fetch_or(bit, std::memory_order_relaxed);
       return;
     }
     if (codec_ == "raw") {
@@ -791,6 +832,11 @@ class Loader::Impl {
 
   LoaderOptions options_;
   std::unique_ptr<Cache> cache_;
+  // One bit a row (by place in the loader's row order): its JPEG has decoded whole without
+  // error. Kept for tables up to kMaxKnownGoodRows rows (32 MiB); larger ones decode every
+  // image whole in every epoch.
+  static constexpr int64_t kMaxKnownGoodRows = int64_t{1} << 28;
+  std::unique_ptr<std::atomic<uint64_t>[]> known_good_;
   delta::Snapshot snapshot_;
   json description_;
   std::string codec_;

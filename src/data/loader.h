@@ -73,7 +73,8 @@ using AlignedFloats = std::unique_ptr<float[], AlignedFree>;
 class BufferPool {
  public:
   explicit BufferPool(size_t keep) : keep_(keep) {}
-  /// Storage for at least `floats` values: a kept buffer when one is large enough.
+  /// Storage for at least `floats` values: the smallest kept buffer that holds them and is at
+  /// most twice their size, else a new one.
   AlignedFloats Take(size_t floats, size_t* capacity);
   /// Keeps `buffer` for reuse, or frees it when `keep` buffers are kept already.
   void Give(AlignedFloats buffer, size_t capacity);

@@ -392,6 +392,59 @@ TEST_F(LoaderTest, ACutJpegIsFoundInEveryEpochWhateverItsCrop) {
   EXPECT_EQ(lenient.stats().skipped, 3);
 }
 
+TEST_F(LoaderTest, LaterEpochsOfAJpegTableGiveWhatAFreshLoaderGives) {
+  // From its second epoch on, a loader decodes a JPEG it has already decoded whole only down to
+  // its crop, and keeps a table that fits in memory loaded between epochs. A fresh loader,
+  // resumed at each epoch, decodes every image whole and reads the table again: the same batches.
+  std::string table = testing::MakeImageTable(dir_, "jpeg", 60, 60, 64, "jpeg");  // one row group
+  LoaderOptions options = Options(table);
+  options.num_epochs = 3;
+  options.transform.random_resized_crop = 16;
+  options.transform.horizontal_flip = true;
+  options.threads = 3;
+  Loader loader(options);
+  std::vector<Batch> all = Drain(loader);
+  ASSERT_EQ(all.size(), 12u);
+  EXPECT_EQ(loader.stats().row_groups_read, 1);
+  for (int64_t epoch = 1; epoch < 3; ++epoch) {
+    Loader fresh(options);
+    LoaderState state = loader.state_dict();
+    state.epoch = epoch;
+    state.position = 0;
+    fresh.load_state_dict(state);
+    for (int64_t i = 0; i < 4; ++i) {
+      std::optional<Batch> b = fresh.Next();
+      ASSERT_TRUE(b.has_value());
+      const Batch& want = all[static_cast<size_t>(epoch * 4 + i)];
+      ASSERT_EQ(b->epoch, epoch);
+      EXPECT_EQ(b->rows, want.rows);
+      EXPECT_TRUE(std::equal(b->images.begin(), b->images.end(), want.images.begin(), want.images.end()))
+          << "epoch " << epoch << " batch " << i;
+    }
+  }
+}
+
+TEST(BufferPoolTest, ReusesTheSmallestFittingBufferButNotOneTwiceTooLarge) {
+  BufferPool pool(4);
+  size_t big_capacity = 0, small_capacity = 0, capacity = 0;
+  AlignedFloats big = pool.Take(1000, &big_capacity);
+  AlignedFloats small = pool.Take(600, &small_capacity);
+  const float* big_data = big.get();
+  const float* small_data = small.get();
+  pool.Give(std::move(big), big_capacity);
+  pool.Give(std::move(small), small_capacity);
+  // 550 fits both: the smaller is taken.
+  AlignedFloats a = pool.Take(550, &capacity);
+  EXPECT_EQ(a.get(), small_data);
+  EXPECT_EQ(capacity, 600u);
+  // 100 fits the big one, which is more than twice too large: a new buffer.
+  AlignedFloats b = pool.Take(100, &capacity);
+  EXPECT_NE(b.get(), big_data);
+  EXPECT_EQ(capacity, 100u);
+  AlignedFloats c = pool.Take(900, &capacity);
+  EXPECT_EQ(c.get(), big_data);
+}
+
 TEST_F(LoaderTest, BadOptionsAndTablesAreClearErrors) {
   std::string table = MakeTable("t", 5, 5);
   LoaderOptions options = Options(table);

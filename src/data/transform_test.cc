@@ -202,6 +202,14 @@ TEST(TransformTest, DecodingOnlyTheCropsWindowGivesWhatAWholeDecodeGives) {
         ASSERT_EQ(got, expected) << c.w << "x" << c.h << "x" << c.channels << (c.progressive ? " progressive" : "")
                                  << " mode " << mode << " seed " << seed
                                  << " window " << window.x << "," << window.y << " " << part.width << "x" << part.height;
+        // Known to be good, the image is decoded only down to the window's last row: the same values.
+        Image known;
+        ImageWindow known_window;
+        DecodeImageWindowInto(jpeg, 0, [&](int w, int h) { return t.Needed(w, h, seed); }, &known, &known_window, true);
+        std::fill(got.begin(), got.end(), 0.0f);
+        t.Apply(known, &known_window, seed, got.data());
+        ASSERT_EQ(got, expected) << c.w << "x" << c.h << "x" << c.channels << (c.progressive ? " progressive" : "")
+                                 << " mode " << mode << " seed " << seed << ", decoded as known good";
       }
       EXPECT_GT(smaller, 50) << "the window was rarely smaller than the image";
     }
@@ -252,6 +260,39 @@ TEST(TransformTest, AWindowDecodeStillReadsAndChecksTheWholeJpeg) {
   Transformer t(options, {3, 64, 64});
   std::vector<float> out(t.output_floats());
   EXPECT_THROW(t.Apply(part, &window, 1, out.data()), Error);
+}
+
+TEST(TransformTest, AKnownGoodJpegIsDecodedOnlyDownToItsWindow) {
+  for (int channels : {1, 3}) {
+    const std::string jpeg = Photo(64, 64, channels);
+    Image whole;
+    DecodeImageInto(jpeg, 0, &whole);
+    auto rows = [](int top, int height) { return [=](int, int) { return PixelRect{8, top, 16, height}; }; };
+    Image part;
+    ImageWindow window;
+    // Not known good: every byte is decoded, and the caller learns that the image is good.
+    EXPECT_TRUE(DecodeImageWindowInto(jpeg, 0, rows(4, 10), &part, &window));
+    // Known good: decoding stops after the window (so it does not say the whole image is good).
+    EXPECT_FALSE(DecodeImageWindowInto(jpeg, 0, rows(4, 10), &part, &window, true));
+    // A window down to the last row reads every byte anyway.
+    EXPECT_TRUE(DecodeImageWindowInto(jpeg, 0, rows(40, 24), &part, &window, true));
+    // The proof that it stops: an image cut short below the window is an error unless known
+    // good, and then the rectangle asked for holds the whole image's pixels.
+    const std::string cut = jpeg.substr(0, jpeg.size() * 3 / 4);
+    EXPECT_THROW(DecodeImageWindowInto(cut, 0, rows(4, 10), &part, &window), Error);
+    ASSERT_FALSE(DecodeImageWindowInto(cut, 0, rows(4, 10), &part, &window, true)) << channels << " channels";
+    ASSERT_TRUE(window.x <= 8 && window.y <= 4 && window.x + part.width >= 24 && window.y + part.height >= 14);
+    for (int y = 4; y < 14; ++y) {
+      for (int x = 8 * channels; x < 24 * channels; ++x) {
+        ASSERT_EQ(part.pixels[static_cast<size_t>(y - window.y) * part.width * channels + x - window.x * channels],
+                  whole.pixels[static_cast<size_t>(y) * 64 * channels + x])
+            << channels << " channels, row " << y;
+      }
+    }
+    // The decoder is ready for the next image.
+    EXPECT_TRUE(DecodeImageWindowInto(jpeg, 0, rows(0, 64), &part, &window, true));
+    EXPECT_EQ(part.height, 64);
+  }
 }
 
 TEST(TransformTest, DamagedJpegsGiveErrorsInAWindowDecode) {
