@@ -158,6 +158,7 @@ void Bench(LoaderArgs& a, int64_t epochs, int64_t max_batches) {
   out["image_shape"] = loader.image_shape();
   out["setup_seconds"] = Round(setup, 6);
   out["peak_rss_mib"] = Round(PeakResidentMiB(), 1);
+  out["decode_wait_seconds"] = Round(stats.worker_wait_seconds, 3);
   out["epochs"] = by_epoch;
   std::cout << out.dump() << std::endl;
 }

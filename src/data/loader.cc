@@ -485,7 +485,11 @@ class Loader::Impl {
       // A batch's images are counted from when it is started: what the bound holds back is the
       // memory that the batches being decoded, the decoded ones and the row groups they read
       // take. The batch the caller waits for always starts; the slices of a started batch too.
-      work_cv_.wait(lock, [&] { return stop_ || CanStartSlice(); });
+      if (!stop_ && !CanStartSlice()) {
+        auto start = std::chrono::steady_clock::now();
+        work_cv_.wait(lock, [&] { return stop_ || CanStartSlice(); });
+        stats_.worker_wait_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      }
       if (stop_) return;
       const int64_t global = next_assign_;
       const int slice = next_slice_;

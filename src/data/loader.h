@@ -146,6 +146,9 @@ struct LoaderStats {
   int64_t skipped = 0;           ///< corrupt images left out
   int64_t row_groups_read = 0;
   double wait_seconds = 0;       ///< time Next() spent waiting for a batch
+  /// Time the decode threads together spent idle, waiting to start a slice: held back by the
+  /// memory bound or the prefetch depth, or with nothing left to decode.
+  double worker_wait_seconds = 0;
   int64_t peak_inflight_bytes = 0;
 };
 

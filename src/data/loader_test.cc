@@ -4,12 +4,14 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <thread>
 
 #include "data/ingest.h"
 #include "data/testing.h"
@@ -422,6 +424,20 @@ TEST_F(LoaderTest, LaterEpochsOfAJpegTableGiveWhatAFreshLoaderGives) {
           << "epoch " << epoch << " batch " << i;
     }
   }
+}
+
+TEST_F(LoaderTest, CountsTheTimeDecodeThreadsWaitForRoom) {
+  std::string table = MakeTable("t", 64, 64);
+  LoaderOptions options = Options(table);
+  options.threads = 2;
+  options.prefetch = 1;
+  Loader loader(options);
+  ASSERT_TRUE(loader.Next().has_value());
+  // The next batch is decoded in well under this time; then both workers wait for room (their
+  // waits are counted as they end, when the batches are taken).
+  std::this_thread::sleep_for(std::chrono::milliseconds(150));
+  EXPECT_EQ(Drain(loader).size(), 3u);
+  EXPECT_GT(loader.stats().worker_wait_seconds, 0.1);
 }
 
 TEST(BufferPoolTest, ReusesTheSmallestFittingBufferButNotOneTwiceTooLarge) {
