@@ -158,7 +158,8 @@ struct Pending {
   std::vector<uint8_t> kept;       // per row: decoded (1) or skipped (0)
   std::vector<std::exception_ptr> errors;  // per slice
   std::vector<int64_t> bounds;     // slice k is rows [bounds[k], bounds[k + 1]) of the batch
-  int slices = 0, remaining = 0;
+  int remaining = 0;               // slices not yet decoded
+  int slices() const { return static_cast<int>(bounds.size()) - 1; }
   std::unordered_map<int, int64_t> used;   // unit -> rows read
 };
 
@@ -495,7 +496,7 @@ class Loader::Impl {
       const int slice = next_slice_;
       if (slice == 0) StartBatch(global);
       std::shared_ptr<Pending> pending = pending_.at(global);
-      if (++next_slice_ == pending->slices) {
+      if (++next_slice_ == pending->slices()) {
         next_slice_ = 0;
         ++next_assign_;
       }
@@ -552,9 +553,8 @@ class Loader::Impl {
       pending->bounds.push_back(pending->bounds.back() + size);
       left -= size;
     } while (left > 0);
-    pending->slices = static_cast<int>(pending->bounds.size()) - 1;
-    pending->remaining = pending->slices;
-    pending->errors.resize(static_cast<size_t>(pending->slices));
+    pending->remaining = pending->slices();
+    pending->errors.resize(static_cast<size_t>(pending->remaining));
     pending_[global] = pending;
     inflight_bytes_ += batch_bytes_;
   }

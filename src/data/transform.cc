@@ -148,16 +148,14 @@ __attribute__((target("avx512f"), SHOAL_UNFUSED)) void BlendStreamAvx512(
   }
 }
 
-bool CpuHasAvx2() {
+const bool kAvx2 = [] {
   __builtin_cpu_init();
   return __builtin_cpu_supports("avx2");
-}
-bool CpuHasAvx512() {
+}();
+const bool kAvx512 = [] {
   __builtin_cpu_init();
   return __builtin_cpu_supports("avx512f");
-}
-const bool kAvx2 = CpuHasAvx2();
-const bool kAvx512 = CpuHasAvx512();
+}();
 #endif
 
 SHOAL_CPU_CLONES void HorizontalRgb(const uint8_t* row, const int* lo, const int* hi, const float* weight, float* d0,
